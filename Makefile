@@ -1,0 +1,66 @@
+# attention-step-by-step: every task a learner or maintainer runs, in one place.
+# `make lab` opens the notebooks; `make test` runs everything CI runs.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LAB_ARGS ?=
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-current-env
+# The pip mirrors of some machines print one warning per package; keep the log readable.
+QUIET_PIP := grep -v "^WARNING: Location" || true
+
+.PHONY: help venv install lab test unit lint notebooks freshness book book-check outputs benchmark clean
+
+help:
+	@echo "make lab        open the notebooks in JupyterLab (creates $(VENV) if missing)"
+	@echo "make test       unit tests, lint, notebooks (nbval), output freshness, the book"
+	@echo "make outputs    re-execute every notebook top to bottom and store its outputs"
+	@echo "make book       build the Jupyter Book into _build/html (offline, warnings as errors)"
+	@echo "make benchmark  time the attention paths (benchmarks/attention.py)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip 2>&1 | $(QUIET_PIP)
+
+venv: $(BIN)/python
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[notebooks,test,book]" 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -c "import attnlib, torch, jupyterlab, nbval"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	@echo "Starting JupyterLab on notebooks/ (stop it with Ctrl-C, twice, or 'jupyter lab stop')."
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check attnlib tests benchmarks scripts
+	$(BIN)/ruff format --check attnlib tests benchmarks scripts
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests --ignore=tests/book -q
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(NOTEBOOKS) -q
+
+book: $(STAMP)
+	$(BIN)/python scripts/fetch_book_assets.py
+	$(BIN)/jupyter-book build . --config book.yml --toc notebooks/_toc.yml -W -n --keep-going
+
+book-check: book
+	$(BIN)/python -m pytest tests/book -q
+
+test: lint unit notebooks book-check
+
+outputs: $(STAMP)
+	$(BIN)/python scripts/execute_notebooks.py $(NOTEBOOKS)
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/attention.py
+
+clean:
+	rm -rf _build .pytest_cache .ruff_cache

@@ -1,0 +1,213 @@
+"""Attention itself: ``attend`` for one set of queries, and multi-head attention from scratch.
+
+Shapes: queries ``(..., n_queries, d_k)``, keys ``(..., n_keys, d_k)``, values
+``(..., n_keys, d_v)``; weights ``(..., n_queries, n_keys)``; masks boolean, True = may attend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlib._checks import check_mask, check_tensor
+from attnlib.masks import masked_softmax
+from attnlib.scores import dot_score, scaled_dot_score
+
+ScoreFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+_NAMED_SCORES: dict[str, ScoreFunction] = {"dot": dot_score, "scaled_dot": scaled_dot_score}
+
+
+def _resolve_score(score: str | ScoreFunction) -> ScoreFunction:
+    if callable(score):
+        return score
+    if score not in _NAMED_SCORES:
+        raise ValueError(
+            f"unknown score {score!r}; choose 'dot' or 'scaled_dot', or pass a score module "
+            "such as attnlib.scores.GeneralScore or AdditiveScore"
+        )
+    return _NAMED_SCORES[score]
+
+
+def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
+    for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(name, tensor)
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(
+            f"keys have n_keys={keys.shape[-2]} but values have n_keys={values.shape[-2]}"
+        )
+    batch_shapes = {
+        "queries": tuple(queries.shape[:-2]),
+        "keys": tuple(keys.shape[:-2]),
+        "values": tuple(values.shape[:-2]),
+    }
+    try:
+        torch.broadcast_shapes(*batch_shapes.values())
+    except RuntimeError:
+        described = ", ".join(f"{name} {shape}" for name, shape in batch_shapes.items())
+        raise ValueError(f"batch shapes do not match: {described}") from None
+
+
+def attend(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    score: str | ScoreFunction = "scaled_dot",
+    temperature: float = 1.0,
+    dropout: nn.Module | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weighted sum of values: output (..., n_queries, d_v), weights (..., n_queries, n_keys).
+
+    ``mask`` is boolean, True where a query may attend to a key, and broadcasts to the weights'
+    shape; a fully masked query gets zero weights and a zero output.
+    """
+    score_function = _resolve_score(score)
+    _check_qkv(queries, keys, values)
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    scores = score_function(queries, keys)
+    if temperature != 1.0:
+        scores = scores / temperature
+    if mask is not None:
+        check_mask(mask, tuple(scores.shape), "attention weights")
+    weights = masked_softmax(scores, mask)
+    dropped = dropout(weights) if dropout is not None else weights
+    return dropped @ values, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention written out: project, split heads, attend, merge, project.
+
+    ``forward`` returns ``(output, weights)``: output ``(batch, n_queries, d_model)`` and
+    per-head weights ``(batch, heads, n_queries, n_keys)``, or ``None`` on the fused path,
+    which calls ``torch.nn.functional.scaled_dot_product_attention`` and never forms them.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0):
+        super().__init__()
+        if d_model < 1 or num_heads < 1:
+            raise ValueError(f"d_model and num_heads must be positive, got {d_model}, {num_heads}")
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"num_heads={num_heads} does not divide d_model={d_model}: each head needs "
+                f"d_model / num_heads features"
+            )
+        self.d_model, self.num_heads = d_model, num_heads
+        self.head_dim = d_model // num_heads
+        self.dropout_p = dropout
+        self.query_projection = nn.Linear(d_model, d_model, bias=bias)
+        self.key_projection = nn.Linear(d_model, d_model, bias=bias)
+        self.value_projection = nn.Linear(d_model, d_model, bias=bias)
+        self.output_projection = nn.Linear(d_model, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+        for projection in (self.query_projection, self.key_projection, self.value_projection):
+            nn.init.xavier_uniform_(projection.weight)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, heads, seq, head_dim) -> (batch, seq, d_model)."""
+        batch, _, seq, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, seq, self.d_model)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        fused: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend (batch, n_queries, d_model) over (batch, n_keys, d_model); no key: self-attention.
+
+        ``mask`` (True = may attend) broadcasts to (batch, heads, n_queries, n_keys); a 3-D mask
+        (batch, n_queries, n_keys), as from :func:`attnlib.masks.padding_mask`, applies to
+        every head.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        self._check_inputs(query, key, value)
+        if mask is not None:
+            mask = self._head_mask(mask, query, key)
+        queries = self.split_heads(self.query_projection(query))
+        keys = self.split_heads(self.key_projection(key))
+        values = self.split_heads(self.value_projection(value))
+        if fused:
+            heads, weights = self._fused_attention(queries, keys, values, mask), None
+        else:
+            heads, weights = attend(queries, keys, values, mask, dropout=self.dropout)
+        return self.output_projection(self.merge_heads(heads)), weights
+
+    def _fused_attention(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        dropout_p = self.dropout_p if self.training else 0.0
+        heads = F.scaled_dot_product_attention(
+            queries, keys, values, attn_mask=mask, dropout_p=dropout_p
+        )
+        if mask is not None:
+            # Backends differ on rows with no allowed key (NaN or a uniform average); the
+            # library's convention is a zero output, so enforce it here.
+            row_has_key = mask.any(dim=-1, keepdim=True)
+            heads = torch.where(row_has_key, heads, torch.zeros_like(heads))
+        return heads
+
+    def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+        for name, tensor in (("query", query), ("key", key), ("value", value)):
+            check_tensor(name, tensor, min_dims=3)
+            if tensor.dim() != 3:
+                raise ValueError(
+                    f"{name} must be (batch, seq, d_model), got shape {tuple(tensor.shape)}"
+                )
+            if tensor.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} has {tensor.shape[-1]} features but d_model={self.d_model}"
+                )
+        if not query.shape[0] == key.shape[0] == value.shape[0]:
+            raise ValueError(
+                f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, "
+                f"value {value.shape[0]}"
+            )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(f"key has {key.shape[1]} positions but value has {value.shape[1]}")
+
+    def _head_mask(self, mask: torch.Tensor, query: torch.Tensor, key: torch.Tensor):
+        target = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
+        if isinstance(mask, torch.Tensor) and mask.dim() == 3:
+            mask = mask.unsqueeze(1)
+        return check_mask(mask, target, "(batch, heads, n_queries, n_keys)")
+
+    @torch.no_grad()
+    def load_from_torch(self, reference: nn.MultiheadAttention) -> MultiHeadAttention:
+        """Copy the weights of a batch-first ``torch.nn.MultiheadAttention`` of the same size."""
+        if reference.embed_dim != self.d_model or reference.num_heads != self.num_heads:
+            raise ValueError(
+                f"torch module has embed_dim={reference.embed_dim}, "
+                f"num_heads={reference.num_heads}; this one has d_model={self.d_model}, "
+                f"num_heads={self.num_heads}"
+            )
+        if not reference._qkv_same_embed_dim:
+            raise ValueError("only torch modules with kdim == vdim == embed_dim can be copied")
+        weights = reference.in_proj_weight.chunk(3, dim=0)
+        projections = (self.query_projection, self.key_projection, self.value_projection)
+        biases = (
+            reference.in_proj_bias.chunk(3) if reference.in_proj_bias is not None else [None] * 3
+        )
+        for projection, weight, bias in zip(projections, weights, biases, strict=True):
+            projection.weight.copy_(weight)
+            if projection.bias is not None and bias is not None:
+                projection.bias.copy_(bias)
+        self.output_projection.weight.copy_(reference.out_proj.weight)
+        if self.output_projection.bias is not None and reference.out_proj.bias is not None:
+            self.output_projection.bias.copy_(reference.out_proj.bias)
+        return self

@@ -1,0 +1,53 @@
+"""Run-wide settings: quick mode, seeding and device choice."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+QUICK_ENV = "ATTNLIB_QUICK"
+
+
+def quick_mode() -> bool:
+    """Whether ``ATTNLIB_QUICK`` asks for the shrunken configuration (``1``, ``true``, ``yes``)."""
+    return os.environ.get(QUICK_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def describe_mode() -> str:
+    """One line a notebook prints so the reader knows which configuration ran."""
+    return "quick mode (ATTNLIB_QUICK=1)" if quick_mode() else "default configuration"
+
+
+def seed_everything(seed: int, threads: int | None = None) -> None:
+    """Seed Python, NumPy and torch; optionally fix torch's CPU threads for reproducibility."""
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+def choose_device(prefer: str | None = None) -> torch.device:
+    """The best available device, cuda then mps then cpu, or ``prefer`` if it is available."""
+    if prefer is not None:
+        device = torch.device(prefer)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device 'cuda' was asked for but torch sees no CUDA GPU")
+        if device.type == "mps" and not _mps_available():
+            raise RuntimeError("device 'mps' was asked for but torch sees no Apple GPU")
+        return device
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if _mps_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())

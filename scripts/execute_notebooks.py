@@ -1,0 +1,55 @@
+"""Re-execute notebooks top to bottom and store their outputs and widget state in place.
+
+This is what `make outputs` runs: stored outputs must come from one clean run of the current
+code, with execution counts 1..N and the widget state the book draws its widgets from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def execute(path: Path, timeout: int) -> float:
+    """Run one notebook in its own folder with a fresh kernel; return the seconds it took."""
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        store_widget_state=True,
+        record_timing=False,
+    )
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    nbformat.validate(notebook)
+    nbformat.write(notebook, path)
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Execute each notebook named on the command line, in order."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
+    args = parser.parse_args(argv)
+    # Stored outputs show the default configuration, never quick mode.
+    os.environ.pop("ATTNLIB_QUICK", None)
+    for path in args.notebooks:
+        if not path.is_file():
+            parser.error(f"no notebook at {path}")
+        print(f"executing {path} ...", flush=True)
+        print(f"  done in {execute(path, args.timeout):.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

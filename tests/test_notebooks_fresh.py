@@ -1,0 +1,90 @@
+"""Stored notebook outputs are fresh: one clean top-to-bottom run, no errors, widget state kept."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+MARKER = re.compile(r"#\s*NBVAL_\w+")
+
+
+def code_cells(notebook) -> list:
+    return [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.strip()]
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def notebook(request):
+    return nbformat.read(request.param, as_version=4)
+
+
+def test_there_are_chapters():
+    assert len(NOTEBOOKS) >= 2, "notebooks/ should hold the chapters"
+
+
+def test_notebook_is_valid_nbformat(notebook):
+    nbformat.validate(notebook)
+    assert notebook.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_execution_counts_are_one_to_n(notebook):
+    counts = [cell.execution_count for cell in code_cells(notebook)]
+    assert counts == list(range(1, len(counts) + 1)), "run `make outputs` to refresh"
+
+
+def test_no_error_outputs(notebook):
+    errors = [
+        output.get("ename")
+        for cell in code_cells(notebook)
+        for output in cell.outputs
+        if output.output_type == "error"
+    ]
+    assert errors == []
+
+
+def test_every_displayed_widget_has_saved_state(notebook):
+    shown = {
+        output["data"][WIDGET_VIEW]["model_id"]
+        for cell in code_cells(notebook)
+        for output in cell.outputs
+        if WIDGET_VIEW in output.get("data", {})
+    }
+    saved = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    assert shown <= set(saved), f"widgets without saved state: {sorted(shown - set(saved))}"
+
+
+def test_widget_cells_are_ignored_by_nbval(notebook):
+    for cell in code_cells(notebook):
+        if any(WIDGET_VIEW in output.get("data", {}) for output in cell.outputs):
+            assert cell.source.splitlines()[0].strip() == "# NBVAL_IGNORE_OUTPUT", cell.source
+
+
+def test_nbval_markers_stand_alone_on_their_line(notebook):
+    for cell in code_cells(notebook):
+        for line in cell.source.splitlines():
+            if MARKER.search(line):
+                assert MARKER.fullmatch(line.strip()), f"marker shares its line: {line!r}"
+
+
+def test_no_hot_linked_images(notebook):
+    text = json.dumps(nbformat.writes(notebook))
+    assert re.findall(r"https?://[^\s\"')]+\.(?:png|jpe?g|gif|svg|webp)", text) == []
+
+
+def test_every_chapter_is_in_the_table_of_contents():
+    toc = yaml.safe_load((ROOT / "notebooks" / "_toc.yml").read_text())
+    listed = {
+        chapter["file"].removesuffix(".ipynb")
+        for part in toc["parts"]
+        for chapter in part["chapters"]
+    }
+    missing = {f"notebooks/{path.stem}" for path in NOTEBOOKS} - listed
+    assert missing == set()
