@@ -194,3 +194,50 @@ def temperature_explorer(scores: tuple[float, ...] = (2.0, 4.0, 4.0, 1.0, -1.0))
 def show(explorer: widgets.Widget) -> None:
     """Display an explorer (a convenience for notebooks that build several)."""
     display(explorer)
+
+
+def alignment_explorer(models: dict, examples: list[str], source_vocab, target_vocab) -> Explorer:
+    """Chapter 05's explorer: pick (or type) a date and a trained model; see its alignment."""
+    from attnlib.seq2seq import translate  # widgets sit on top; import models only when used
+
+    if not models or not examples:
+        raise ValueError("alignment_explorer needs at least one model and one example")
+    example = widgets.Dropdown(options=examples, description="example")
+    typed = widgets.Text(
+        placeholder="or type a date, e.g. 3 march 1999",
+        description="your date",
+        continuous_update=False,
+    )
+    model_name = widgets.Dropdown(options=list(models), description="model")
+    readout = widgets.HTML()
+    picture = widgets.Output()
+
+    def update(_change=None) -> None:
+        text = typed.value.strip().lower() or example.value
+        prediction, alignment = translate(
+            models[model_name.value], text, source_vocab, target_vocab
+        )
+        readout.value = f"<p><code>{text}</code> → <code>{prediction}</code></p>"
+        if alignment is None:
+            readout.value += "<p>This model has no attention, so there is no alignment.</p>"
+            return
+        output_labels = [*prediction, "</s>"]
+        if len(output_labels) != alignment.shape[0]:  # the model emitted special symbols
+            output_labels = [f"step {i + 1}" for i in range(alignment.shape[0])]
+
+        def draw() -> None:
+            _, ax = plt.subplots(figsize=(min(12, 1 + 0.32 * len(text)), 4.2))
+            plot_attention(alignment, output_labels, list(text), ax=ax, annotate=False)
+            ax.set_ylabel("output characters")
+            ax.set_xlabel("input characters")
+
+        _redraw(picture, draw)
+
+    for control in (example, typed, model_name):
+        control.observe(update, names="value")
+    update()
+    return Explorer(
+        {"example": example, "typed": typed, "model": model_name},
+        readout,
+        children=[widgets.HBox([example, typed, model_name]), readout, picture],
+    )

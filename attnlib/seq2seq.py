@@ -1,0 +1,296 @@
+"""Sequence-to-sequence models: a GRU encoder and decoders without attention, with Bahdanau's
+and with Luong's attention; teacher-forced training and greedy decoding that records alignments.
+
+Shapes: source ids (batch, source_len), target ids (batch, target_len), encoder outputs
+(batch, source_len, hidden), alignments (batch, target_len, source_len). The source padding mask
+is boolean, True at real characters, so padded positions get exactly zero attention weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnlib.attention import attend
+from attnlib.masks import padding_mask
+from attnlib.scores import AdditiveScore, GeneralScore, dot_score
+
+MODEL_KINDS = ("none", "bahdanau", "luong-dot", "luong-general", "luong-concat")
+
+
+class Encoder(nn.Module):
+    """Embed characters and read them with a (bidirectional) GRU."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        bidirectional: bool = True,
+        pad_id: int = 0,
+    ):
+        super().__init__()
+        if bidirectional and hidden_size % 2:
+            raise ValueError(
+                f"a bidirectional encoder needs an even hidden_size, got {hidden_size}"
+            )
+        per_direction = hidden_size // 2 if bidirectional else hidden_size
+        self.hidden_size = hidden_size
+        self.embedding = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
+        self.gru = nn.GRU(
+            embedding_dim, per_direction, batch_first=True, bidirectional=bidirectional
+        )
+        # Both directions' last states, mixed into the decoder's first state.
+        self.bridge = nn.Linear(hidden_size, hidden_size)
+
+    def forward(
+        self, source: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(batch, src_len) ids -> outputs (batch, src_len, hidden), summary (batch, hidden)."""
+        embedded = self.embedding(source)
+        packed = pack_padded_sequence(
+            embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        packed_outputs, final = self.gru(packed)
+        outputs, _ = pad_packed_sequence(
+            packed_outputs, batch_first=True, total_length=source.shape[1]
+        )
+        summary = final.transpose(0, 1).reshape(source.shape[0], self.hidden_size)
+        return outputs, torch.tanh(self.bridge(summary))
+
+
+class PlainDecoder(nn.Module):
+    """No attention: every step sees the same summary vector of the whole source."""
+
+    uses_attention = False
+
+    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_dim)
+        self.cell = nn.GRUCell(embedding_dim + hidden_size, hidden_size)
+        self.output = nn.Linear(hidden_size + hidden_size + embedding_dim, vocab_size)
+
+    def init_state(self, summary: torch.Tensor, encoder_outputs: torch.Tensor) -> tuple:
+        """The decoder state before the first step: (hidden, fixed context)."""
+        return summary, summary
+
+    def step(self, token, state, encoder_outputs, source_mask):
+        """One step: token (batch,) -> logits (batch, vocab), new state, no weights."""
+        hidden, context = state
+        embedded = self.embedding(token)
+        hidden = self.cell(torch.cat([embedded, context], dim=-1), hidden)
+        logits = self.output(torch.cat([hidden, context, embedded], dim=-1))
+        return logits, (hidden, context), None
+
+
+class BahdanauDecoder(nn.Module):
+    """Additive attention queried by the previous state s_{t-1}; the context feeds the GRU."""
+
+    uses_attention = True
+
+    def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int, attention_size: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_dim)
+        self.score = AdditiveScore(hidden_size, hidden_size, attention_size)
+        self.cell = nn.GRUCell(embedding_dim + hidden_size, hidden_size)
+        self.output = nn.Linear(hidden_size + hidden_size + embedding_dim, vocab_size)
+
+    def init_state(self, summary: torch.Tensor, encoder_outputs: torch.Tensor) -> tuple:
+        """The decoder state before the first step: (hidden,)."""
+        return (summary,)
+
+    def step(self, token, state, encoder_outputs, source_mask):
+        """One step: token (batch,) -> logits (batch, vocab), new state, weights (batch, src)."""
+        (previous,) = state
+        context, weights = attend(
+            previous.unsqueeze(1), encoder_outputs, encoder_outputs, source_mask, self.score
+        )
+        context = context.squeeze(1)
+        embedded = self.embedding(token)
+        hidden = self.cell(torch.cat([embedded, context], dim=-1), previous)
+        logits = self.output(torch.cat([hidden, context, embedded], dim=-1))
+        return logits, (hidden,), weights.squeeze(1)
+
+
+class LuongDecoder(nn.Module):
+    """Attention queried by the current state s_t; s̃_t = tanh(W_c [c_t; s_t]) predicts.
+
+    With input feeding, s̃_{t-1} joins the next step's input, so the decoder knows where it
+    attended before.
+    """
+
+    uses_attention = True
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_dim: int,
+        hidden_size: int,
+        score: str = "general",
+        input_feeding: bool = True,
+        attention_size: int | None = None,
+    ):
+        super().__init__()
+        if score == "dot":
+            self.score = dot_score
+        elif score == "general":
+            self.score = GeneralScore(hidden_size, hidden_size)
+        elif score == "concat":
+            self.score = AdditiveScore(hidden_size, hidden_size, attention_size or hidden_size)
+        else:
+            raise ValueError(f"unknown Luong score {score!r}; choose 'dot', 'general' or 'concat'")
+        self.score_name, self.input_feeding = score, input_feeding
+        self.embedding = nn.Embedding(vocab_size, embedding_dim)
+        input_size = embedding_dim + (hidden_size if input_feeding else 0)
+        self.cell = nn.GRUCell(input_size, hidden_size)
+        self.combine = nn.Linear(2 * hidden_size, hidden_size, bias=False)
+        self.output = nn.Linear(hidden_size, vocab_size)
+
+    def init_state(self, summary: torch.Tensor, encoder_outputs: torch.Tensor) -> tuple:
+        """The decoder state before the first step: (hidden, attentional state s̃ = 0)."""
+        return summary, torch.zeros_like(summary)
+
+    def step(self, token, state, encoder_outputs, source_mask):
+        """One step: token (batch,) -> logits (batch, vocab), new state, weights (batch, src)."""
+        previous, attentional = state
+        embedded = self.embedding(token)
+        step_input = torch.cat([embedded, attentional], -1) if self.input_feeding else embedded
+        hidden = self.cell(step_input, previous)
+        context, weights = attend(
+            hidden.unsqueeze(1), encoder_outputs, encoder_outputs, source_mask, self.score
+        )
+        attentional = torch.tanh(self.combine(torch.cat([context.squeeze(1), hidden], dim=-1)))
+        return self.output(attentional), (hidden, attentional), weights.squeeze(1)
+
+
+@dataclass
+class Decoded:
+    """Greedy decoding's result: token ids (batch, steps), alignments (batch, steps, src)."""
+
+    tokens: torch.Tensor
+    alignments: torch.Tensor | None
+
+
+class Seq2Seq(nn.Module):
+    """An encoder and a decoder, run with teacher forcing (training) or greedily (inference)."""
+
+    def __init__(self, encoder: Encoder, decoder: nn.Module, sos_id: int = 1, eos_id: int = 2):
+        super().__init__()
+        self.encoder, self.decoder = encoder, decoder
+        self.sos_id, self.eos_id = sos_id, eos_id
+
+    def forward(
+        self, source: torch.Tensor, lengths: torch.Tensor, target_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: logits (batch, tgt_len, vocab), alignments (batch, tgt_len, src_len)."""
+        encoder_outputs, summary = self.encoder(source, lengths)
+        mask = padding_mask(lengths.to(source.device), source.shape[1])
+        state = self.decoder.init_state(summary, encoder_outputs)
+        all_logits, all_weights = [], []
+        for step in range(target_in.shape[1]):
+            logits, state, weights = self.decoder.step(
+                target_in[:, step], state, encoder_outputs, mask
+            )
+            all_logits.append(logits)
+            all_weights.append(weights)
+        alignments = torch.stack(all_weights, 1) if self.decoder.uses_attention else None
+        return torch.stack(all_logits, 1), alignments
+
+    @torch.no_grad()
+    def greedy_decode(
+        self, source: torch.Tensor, lengths: torch.Tensor, max_steps: int = 20
+    ) -> Decoded:
+        """Feed back the likeliest symbol until every row has produced the end symbol."""
+        encoder_outputs, summary = self.encoder(source, lengths)
+        mask = padding_mask(lengths.to(source.device), source.shape[1])
+        state = self.decoder.init_state(summary, encoder_outputs)
+        token = torch.full((source.shape[0],), self.sos_id, device=source.device)
+        finished = torch.zeros(source.shape[0], dtype=torch.bool, device=source.device)
+        tokens, alignments = [], []
+        for _ in range(max_steps):
+            logits, state, weights = self.decoder.step(token, state, encoder_outputs, mask)
+            token = logits.argmax(-1)
+            tokens.append(torch.where(finished, torch.zeros_like(token), token))
+            alignments.append(weights)
+            finished |= token == self.eos_id
+            if bool(finished.all()):
+                break
+        stacked = torch.stack(alignments, 1) if self.decoder.uses_attention else None
+        return Decoded(torch.stack(tokens, 1), stacked)
+
+
+def build_model(
+    kind: str,
+    source_vocab_size: int,
+    target_vocab_size: int,
+    embedding_dim: int = 32,
+    hidden_size: int = 128,
+    attention_size: int = 64,
+    input_feeding: bool = True,
+    bidirectional: bool = True,
+) -> Seq2Seq:
+    """A seq2seq model of the named kind: 'none', 'bahdanau', 'luong-dot|general|concat'."""
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"unknown model kind {kind!r}; choose one of {', '.join(MODEL_KINDS)}")
+    encoder = Encoder(source_vocab_size, embedding_dim, hidden_size, bidirectional)
+    if kind == "none":
+        decoder = PlainDecoder(target_vocab_size, embedding_dim, hidden_size)
+    elif kind == "bahdanau":
+        decoder = BahdanauDecoder(target_vocab_size, embedding_dim, hidden_size, attention_size)
+    else:
+        decoder = LuongDecoder(
+            target_vocab_size,
+            embedding_dim,
+            hidden_size,
+            score=kind.removeprefix("luong-"),
+            input_feeding=input_feeding,
+            attention_size=attention_size,
+        )
+    return Seq2Seq(encoder, decoder)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def predict(model: Seq2Seq, batches, target_vocab, max_steps: int = 20) -> list[str]:
+    """Greedy translations of every batch, as strings, in order."""
+    model.eval()
+    device = next(model.parameters()).device
+    predictions = []
+    for batch in batches:
+        decoded = model.greedy_decode(
+            batch.source.to(device), batch.source_lengths.to(device), max_steps
+        )
+        predictions.extend(target_vocab.decode(row) for row in decoded.tokens.tolist())
+    return predictions
+
+
+def exact_match(predictions: list[str], targets: list[str]) -> float:
+    """Fraction of predictions equal to their target, character for character."""
+    if len(predictions) != len(targets):
+        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
+    if not targets:
+        raise ValueError("exact_match needs at least one target")
+    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
+
+
+def translate(
+    model: Seq2Seq, text: str, source_vocab, target_vocab, max_steps: int = 20
+) -> tuple[str, torch.Tensor | None]:
+    """Translate one string: the prediction and its alignment (output_len, source_len) or None."""
+    if not text:
+        raise ValueError("translate needs a non-empty text")
+    model.eval()
+    device = next(model.parameters()).device
+    source = torch.tensor([source_vocab.encode(text)], device=device)
+    decoded = model.greedy_decode(source, torch.tensor([len(text)]), max_steps)
+    ids = decoded.tokens[0].tolist()
+    # Keep the steps up to and including the end symbol: they are the rows of the picture.
+    steps = ids.index(target_vocab.eos_id) + 1 if target_vocab.eos_id in ids else len(ids)
+    alignment = decoded.alignments[0, :steps].cpu() if decoded.alignments is not None else None
+    return target_vocab.decode(ids), alignment
