@@ -163,8 +163,12 @@ class MultiHeadAttention(nn.Module):
         return heads
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+        seen: list[torch.Tensor] = []
         for name, tensor in (("query", query), ("key", key), ("value", value)):
-            check_tensor(name, tensor, min_dims=3)
+            # Self-attention passes one tensor three times: scan it for NaN only once.
+            if not any(tensor is earlier for earlier in seen):
+                check_tensor(name, tensor, min_dims=3)
+                seen.append(tensor)
             if tensor.dim() != 3:
                 raise ValueError(
                     f"{name} must be (batch, seq, d_model), got shape {tuple(tensor.shape)}"
@@ -198,6 +202,11 @@ class MultiHeadAttention(nn.Module):
             )
         if not reference._qkv_same_embed_dim:
             raise ValueError("only torch modules with kdim == vdim == embed_dim can be copied")
+        if reference.bias_k is not None or reference.add_zero_attn:
+            raise ValueError("torch modules with add_bias_kv or add_zero_attn cannot be copied")
+        theirs, ours = reference.in_proj_bias is not None, self.query_projection.bias is not None
+        if theirs != ours:
+            raise ValueError(f"torch module has bias={theirs} but this one has bias={ours}")
         weights = reference.in_proj_weight.chunk(3, dim=0)
         projections = (self.query_projection, self.key_projection, self.value_projection)
         biases = (

@@ -1,0 +1,195 @@
+"""attend and MultiHeadAttention against the NumPy oracle, SDPA and nn.MultiheadAttention."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlib import reference
+from attnlib.attention import MultiHeadAttention, attend
+from attnlib.masks import causal_mask, combine_masks, padding_mask
+
+MASK_KINDS = ["none", "padding", "causal", "both"]
+
+
+def _randn(*shape: int, seed: int, dtype=torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def _lengths(batch: int, n_keys: int) -> list[int]:
+    """Key lengths from n_keys down; the last batch entry has no keys when batch > 2."""
+    lengths = [max(n_keys - 2 * i, 1) for i in range(batch)]
+    if batch > 2:
+        lengths[-1] = 0
+    return lengths
+
+
+def _mask(kind: str, batch: int, n_queries: int, n_keys: int) -> torch.Tensor | None:
+    """Our mask (True = may attend), shape (batch, n_queries, n_keys) or None."""
+    pad = padding_mask(_lengths(batch, n_keys), n_keys) if kind in ("padding", "both") else None
+    causal = causal_mask(n_queries, n_keys) if kind in ("causal", "both") else None
+    combined = combine_masks(pad, causal)
+    return None if combined is None else combined.expand(batch, n_queries, n_keys)
+
+
+# --- attend ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 3, 4, 4), (2, 5, 7, 8, 3), (3, 6, 2, 5, 9)])
+def test_attend_equals_numpy_reference_in_float64(shape):
+    batch, n_q, n_k, d_k, d_v = shape
+    q = _randn(batch, n_q, d_k, seed=0, dtype=torch.float64)
+    k = _randn(batch, n_k, d_k, seed=1, dtype=torch.float64)
+    v = _randn(batch, n_k, d_v, seed=2, dtype=torch.float64)
+    expected_out, expected_w = reference.scaled_dot_product_attention(
+        q.numpy(), k.numpy(), v.numpy()
+    )
+    out, weights = attend(q, k, v)
+    torch.testing.assert_close(weights, torch.from_numpy(expected_w), rtol=0, atol=1e-12)
+    torch.testing.assert_close(out, torch.from_numpy(expected_out), rtol=0, atol=1e-12)
+
+
+def test_attend_dot_score_reproduces_worked_example():
+    example = reference.worked_example()
+    q, k, v = (torch.from_numpy(a) for a in (example.queries, example.keys, example.values))
+    out, _ = attend(q, k, v, score="dot")
+    torch.testing.assert_close(out, torch.from_numpy(example.outputs), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 7, 8, 8), (3, 4, 4, 16, 6), (1, 9, 12, 4, 2)])
+@pytest.mark.parametrize("kind", MASK_KINDS)
+def test_attend_equals_torch_sdpa(shape, kind):
+    batch, n_q, n_k, d_k, d_v = shape
+    q, k = _randn(batch, n_q, d_k, seed=3), _randn(batch, n_k, d_k, seed=4)
+    v = _randn(batch, n_k, d_v, seed=5)
+    mask = _mask(kind, batch, n_q, n_k)
+    out, _ = attend(q, k, v, mask)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    rows = torch.ones(batch, n_q, dtype=torch.bool) if mask is None else mask.any(-1)
+    torch.testing.assert_close(out[rows], expected[rows], rtol=1e-5, atol=1e-5)
+
+
+def test_attend_fully_masked_query_gives_zero_output():
+    q, k, v = _randn(2, 3, 4, seed=6), _randn(2, 5, 4, seed=7), _randn(2, 5, 2, seed=8)
+    out, weights = attend(q, k, v, padding_mask([5, 0], 5))
+    assert out[1].abs().sum().item() == 0.0
+    assert weights[1].abs().sum().item() == 0.0
+
+
+# --- MultiHeadAttention against torch.nn.MultiheadAttention ------------------------------------
+
+# (batch, n_queries, n_keys, d_model, heads); n_keys != n_queries is cross-attention.
+MHA_SHAPES = [(2, 5, 5, 16, 4), (3, 4, 7, 12, 3), (1, 6, 6, 8, 1), (4, 3, 9, 32, 8)]
+CROSS_SHORTER_KEYS = (2, 6, 3, 16, 2)  # fewer keys than queries: no causal mask
+
+
+def _pair(d_model: int, heads: int) -> tuple[MultiHeadAttention, nn.MultiheadAttention]:
+    torch.manual_seed(d_model * 31 + heads)
+    theirs = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
+    with torch.no_grad():  # torch starts biases at zero; make them count
+        theirs.in_proj_bias.normal_()
+        theirs.out_proj.bias.normal_()
+    ours = MultiHeadAttention(d_model, heads).eval().load_from_torch(theirs)
+    return ours, theirs
+
+
+def _torch_masks(kind: str, batch: int, n_q: int, n_k: int) -> dict:
+    """The same mask in torch's convention, where True means NOT allowed."""
+    masks = {}
+    if kind in ("padding", "both"):
+        masks["key_padding_mask"] = ~padding_mask(_lengths(batch, n_k), n_k).squeeze(1)
+    if kind in ("causal", "both"):
+        masks["attn_mask"] = ~causal_mask(n_q, n_k)
+    return masks
+
+
+def _run_both(shape, kind, fused, average=False):
+    batch, n_q, n_k, d_model, heads = shape
+    ours, theirs = _pair(d_model, heads)
+    query, key = _randn(batch, n_q, d_model, seed=10), _randn(batch, n_k, d_model, seed=11)
+    value = _randn(batch, n_k, d_model, seed=12)
+    mask = _mask(kind, batch, n_q, n_k)
+    with torch.no_grad():
+        out, weights = ours(query, key, value, mask=mask, fused=fused)
+        expected, expected_w = theirs(
+            query,
+            key,
+            value,
+            need_weights=True,
+            average_attn_weights=average,
+            **_torch_masks(kind, batch, n_q, n_k),
+        )
+    rows = torch.ones(batch, n_q, dtype=torch.bool) if mask is None else mask.any(-1)
+    return out, weights, expected, expected_w, rows
+
+
+def _cases():
+    cases = [(shape, kind) for shape in MHA_SHAPES for kind in MASK_KINDS]
+    return cases + [(CROSS_SHORTER_KEYS, "none"), (CROSS_SHORTER_KEYS, "padding")]
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+@pytest.mark.parametrize(("shape", "kind"), _cases())
+def test_mha_output_equals_torch(shape, kind, fused):
+    out, _, expected, _, rows = _run_both(shape, kind, fused)
+    assert out.shape == expected.shape
+    torch.testing.assert_close(out[rows], expected[rows], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("shape", "kind"), _cases())
+def test_mha_per_head_weights_equal_torch(shape, kind):
+    _, weights, _, expected_w, rows = _run_both(shape, kind, fused=False)
+    assert weights.shape == expected_w.shape == (shape[0], shape[4], shape[1], shape[2])
+    head_rows = rows.unsqueeze(1).expand(-1, shape[4], -1)
+    torch.testing.assert_close(weights[head_rows], expected_w[head_rows], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", MASK_KINDS)
+def test_mha_head_averaged_weights_equal_torch(kind):
+    shape = MHA_SHAPES[3]
+    _, weights, _, expected_w, rows = _run_both(shape, kind, fused=False, average=True)
+    averaged = weights.mean(dim=1)
+    torch.testing.assert_close(averaged[rows], expected_w[rows], rtol=1e-5, atol=1e-5)
+
+
+def test_mha_fused_path_returns_no_weights():
+    mha = MultiHeadAttention(8, 2)
+    assert mha(_randn(1, 3, 8, seed=0), fused=True)[1] is None
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+def test_mha_fully_masked_row_outputs_projection_bias(fused):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    with torch.no_grad():
+        mha.output_projection.bias.normal_()
+        out, _ = mha(_randn(3, 4, 8, seed=1), mask=padding_mask([4, 0, 2], 4), fused=fused)
+    assert not out.isnan().any()
+    torch.testing.assert_close(out[1], mha.output_projection.bias.expand(4, 8))
+
+
+def test_mha_fully_masked_row_has_all_zero_weights():
+    mha = MultiHeadAttention(8, 2).eval()
+    with torch.no_grad():
+        _, weights = mha(_randn(3, 4, 8, seed=1), mask=padding_mask([4, 0, 2], 4))
+    assert weights[1].abs().sum().item() == 0.0
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+def test_mha_gradient_has_no_nan_with_fully_masked_row(fused):
+    mha = MultiHeadAttention(8, 2)
+    x = _randn(2, 4, 8, seed=2).requires_grad_(True)
+    out, _ = mha(x, mask=padding_mask([0, 3], 4), fused=fused)
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all()
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+def test_mha_without_bias_equals_torch(fused):
+    torch.manual_seed(1)
+    theirs = nn.MultiheadAttention(16, 4, bias=False, batch_first=True).eval()
+    ours = MultiHeadAttention(16, 4, bias=False).eval().load_from_torch(theirs)
+    x = _randn(2, 5, 16, seed=13)
+    with torch.no_grad():
+        out, expected = ours(x, fused=fused)[0], theirs(x, x, x, need_weights=False)[0]
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)

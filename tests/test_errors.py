@@ -1,0 +1,200 @@
+"""Bad input fails early with a message that names the shapes or values at fault."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from attnlib import reference
+from attnlib.attention import MultiHeadAttention, attend
+from attnlib.masks import causal_mask, combine_masks, masked_softmax, padding_mask
+from attnlib.scores import GeneralScore, make_score
+
+
+def _qkv(n_q=4, n_k=5, d_k=3, batch=(2,)):
+    return torch.randn(*batch, n_q, d_k), torch.randn(*batch, n_k, d_k), torch.randn(*batch, n_k, 2)
+
+
+def test_attend_mismatched_d_k():
+    q, k, v = torch.randn(2, 4, 3), torch.randn(2, 5, 4), torch.randn(2, 5, 2)
+    with pytest.raises(ValueError, match="keys have d_k=4 but queries have d_k=3"):
+        attend(q, k, v)
+
+
+def test_reference_mismatched_d_k():
+    with pytest.raises(ValueError, match="keys have d_k=4 but queries have d_k=3"):
+        reference.scaled_dot_product_attention(np.ones((2, 3)), np.ones((5, 4)), np.ones((5, 2)))
+
+
+def test_attend_mismatched_batch_shapes():
+    q, _, _ = _qkv(batch=(2,))
+    _, k, v = _qkv(batch=(3,))
+    message = "batch shapes do not match: queries (2,), keys (3,), values (3,)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        attend(q, k, v)
+
+
+def test_attend_keys_values_count_mismatch():
+    q, k, _ = _qkv()
+    with pytest.raises(ValueError, match="keys have n_keys=5 but values have n_keys=4"):
+        attend(q, k, torch.randn(2, 4, 2))
+
+
+def test_attend_mask_that_does_not_broadcast():
+    message = "mask of shape (3, 3) does not broadcast to the attention weights shape (2, 4, 5)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        attend(*_qkv(), mask=torch.ones(3, 3, dtype=torch.bool))
+
+
+def test_attend_mask_that_would_enlarge_weights():
+    message = "mask of shape (3, 2, 4, 5) would enlarge the attention weights shape (2, 4, 5)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        attend(*_qkv(), mask=torch.ones(3, 2, 4, 5, dtype=torch.bool))
+
+
+def test_attend_float_mask_is_rejected():
+    message = "mask must be boolean (True = may attend), got dtype torch.float32"
+    with pytest.raises(TypeError, match=re.escape(message)):
+        attend(*_qkv(), mask=torch.ones(2, 4, 5))
+
+
+def test_masked_softmax_float_mask_is_rejected():
+    with pytest.raises(TypeError, match=re.escape("mask must be boolean (True = may attend)")):
+        masked_softmax(torch.randn(2, 3), torch.ones(2, 3))
+
+
+def test_combine_masks_rejects_integer_mask():
+    with pytest.raises(TypeError, match="masks must be boolean .* got dtype torch.int64"):
+        combine_masks(causal_mask(3), torch.ones(3, 3, dtype=torch.int64))
+
+
+def test_combine_masks_that_do_not_broadcast():
+    message = "masks of shapes (2, 3), (4, 4) do not broadcast together"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        combine_masks(torch.ones(2, 3, dtype=torch.bool), causal_mask(4))
+
+
+def test_mha_num_heads_must_divide_d_model():
+    with pytest.raises(ValueError, match="num_heads=3 does not divide d_model=8"):
+        MultiHeadAttention(8, 3)
+
+
+def test_attend_nan_in_input():
+    q, k, v = _qkv()
+    q[0, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match=re.escape("queries contains NaN (1 of 24 entries)")):
+        attend(q, k, v)
+
+
+def test_mha_nan_in_input():
+    x = torch.randn(2, 3, 8)
+    x[1, 0] = float("nan")
+    with pytest.raises(ValueError, match=re.escape("query contains NaN (8 of 48 entries)")):
+        MultiHeadAttention(8, 2)(x)
+
+
+def test_attend_unknown_score_name():
+    with pytest.raises(ValueError, match="unknown score 'cosine'; choose 'dot' or 'scaled_dot'"):
+        attend(*_qkv(), score="cosine")
+
+
+def test_make_score_unknown_name():
+    message = "unknown score 'cosine'; choose one of dot, scaled_dot, general, additive"
+    with pytest.raises(ValueError, match=message):
+        make_score("cosine")
+
+
+def test_make_score_general_needs_widths():
+    with pytest.raises(ValueError, match="score 'general' needs d_query and d_key"):
+        make_score("general")
+
+
+def test_general_score_wrong_query_width():
+    with pytest.raises(ValueError, match="GeneralScore expects queries with d_q=6, got d_q=5"):
+        GeneralScore(6, 4)(torch.randn(3, 5), torch.randn(2, 4))
+
+
+def test_mha_wrong_feature_count():
+    with pytest.raises(ValueError, match="query has 6 features but d_model=8"):
+        MultiHeadAttention(8, 2)(torch.randn(2, 3, 6))
+
+
+def test_mha_needs_three_dimensional_input():
+    message = "query must be (batch, seq, d_model), got shape (1, 2, 3, 8)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MultiHeadAttention(8, 2)(torch.randn(1, 2, 3, 8))
+
+
+def test_mha_batch_mismatch_between_query_and_key():
+    with pytest.raises(ValueError, match="batch sizes differ: query 2, key 3, value 3"):
+        MultiHeadAttention(8, 2)(torch.randn(2, 4, 8), torch.randn(3, 5, 8))
+
+
+def test_mha_mask_with_wrong_key_count():
+    message = "mask of shape (2, 1, 1, 6) does not broadcast to the (batch, heads"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MultiHeadAttention(8, 2)(torch.randn(2, 4, 8), mask=padding_mask([6, 2], 6))
+
+
+def test_padding_mask_length_longer_than_max_len():
+    with pytest.raises(ValueError, match="a length of 5 does not fit in max_len=4"):
+        padding_mask([3, 5], max_len=4)
+
+
+def test_padding_mask_negative_lengths():
+    with pytest.raises(ValueError, match=re.escape("lengths must be non-negative, got [2, -1]")):
+        padding_mask([2, -1])
+
+
+def test_padding_mask_float_lengths():
+    with pytest.raises(TypeError, match="lengths must be integers, got dtype torch.float32"):
+        padding_mask(torch.tensor([2.0, 3.0]))
+
+
+def test_causal_mask_with_fewer_keys_than_queries():
+    with pytest.raises(ValueError, match="causal_mask needs n_keys >= n_queries, got 2 < 3"):
+        causal_mask(3, 2)
+
+
+def test_reference_softmax_temperature_zero():
+    with pytest.raises(ValueError, match="temperature must be positive, got 0"):
+        reference.softmax(np.ones(3), temperature=0)
+
+
+def test_attend_temperature_negative():
+    with pytest.raises(ValueError, match="temperature must be positive, got -1.0"):
+        attend(*_qkv(), temperature=-1.0)
+
+
+def test_attend_integer_inputs():
+    q, k, v = (torch.ones(2, 3, dtype=torch.int64) for _ in range(3))
+    with pytest.raises(TypeError, match="queries must be a floating-point tensor, got dtype"):
+        attend(q, k, v)
+
+
+def test_attend_numpy_input_is_not_a_tensor():
+    _, k, v = _qkv()
+    with pytest.raises(TypeError, match="queries must be a torch.Tensor, got ndarray"):
+        attend(np.ones((2, 4, 3)), k, v)
+
+
+def test_load_from_torch_with_a_different_size():
+    message = "torch module has embed_dim=16, num_heads=2; this one has d_model=8, num_heads=2"
+    with pytest.raises(ValueError, match=message):
+        MultiHeadAttention(8, 2).load_from_torch(nn.MultiheadAttention(16, 2, batch_first=True))
+
+
+@pytest.mark.parametrize(("ours", "theirs"), [(True, False), (False, True)])
+def test_load_from_torch_with_different_bias(ours, theirs):
+    message = f"torch module has bias={theirs} but this one has bias={ours}"
+    reference = nn.MultiheadAttention(8, 2, bias=theirs, batch_first=True)
+    with pytest.raises(ValueError, match=message):
+        MultiHeadAttention(8, 2, bias=ours).load_from_torch(reference)
+
+
+def test_load_from_torch_with_bias_kv():
+    reference = nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True)
+    with pytest.raises(ValueError, match="add_bias_kv or add_zero_attn cannot be copied"):
+        MultiHeadAttention(8, 2).load_from_torch(reference)
