@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAB_ARGS ?=
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
-NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-current-env
+NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-current-env \
+	--nbval-cell-timeout=900
 # The pip mirrors of some machines print one warning per package; keep the log readable.
 QUIET_PIP := grep -v "^WARNING: Location" || true
 
@@ -38,8 +39,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check attnlib tests benchmarks scripts
-	$(BIN)/ruff format --check attnlib tests benchmarks scripts
+	$(BIN)/ruff check attnlib tests benchmarks scripts notebooks/conftest.py
+	$(BIN)/ruff format --check attnlib tests benchmarks scripts notebooks/conftest.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/book -q

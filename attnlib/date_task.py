@@ -95,17 +95,18 @@ class TrainedModel:
     seconds: float
 
 
-def new_model(kind: str, task: DateTask) -> Seq2Seq:
-    """An untrained model of the named kind, sized by the task's configuration."""
+def new_model(kind: str, task: DateTask, **options) -> Seq2Seq:
+    """An untrained model of the named kind, sized by the task's configuration.
+
+    ``options`` go to :func:`attnlib.seq2seq.build_model`, e.g. ``input_feeding=False``.
+    """
     c = task.config
-    return build_model(
-        kind,
-        len(task.source_vocab),
-        len(task.target_vocab),
-        embedding_dim=c.embedding_dim,
-        hidden_size=c.hidden_size,
-        attention_size=c.attention_size,
-    )
+    sizes = {
+        "embedding_dim": c.embedding_dim,
+        "hidden_size": c.hidden_size,
+        "attention_size": c.attention_size,
+    }
+    return build_model(kind, len(task.source_vocab), len(task.target_vocab), **(sizes | options))
 
 
 def train(

@@ -97,7 +97,13 @@ def fit(
         epoch_batches = batches(epoch) if callable(batches) else batches
         model.train()
         total, count = 0.0, 0
-        bar = tqdm(epoch_batches, desc=f"epoch {epoch + 1}/{epochs}", disable=not progress)
+        # Few redraws: each one is a message to the notebook front end (and to nbval).
+        bar = tqdm(
+            epoch_batches,
+            desc=f"epoch {epoch + 1}/{epochs}",
+            disable=not progress,
+            mininterval=0.5,
+        )
         for batch in bar:
             batch = batch.to(device) if hasattr(batch, "to") else batch
             optimizer.zero_grad(set_to_none=True)
@@ -113,7 +119,7 @@ def fit(
                 scheduler.step()
             history.steps += 1
             total, count = total + loss.item(), count + 1
-            bar.set_postfix(loss=f"{total / count:.4f}")
+            bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
         metrics = _evaluate(model, evaluate)
         history.record(total / max(count, 1), metrics, time.perf_counter() - start, _lr(optimizer))
         if progress and metrics:

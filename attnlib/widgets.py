@@ -227,7 +227,9 @@ def alignment_explorer(models: dict, examples: list[str], source_vocab, target_v
 
         def draw() -> None:
             _, ax = plt.subplots(figsize=(min(12, 1 + 0.32 * len(text)), 4.2))
-            plot_attention(alignment, output_labels, list(text), ax=ax, annotate=False)
+            # An open-box symbol makes spaces visible on the axis.
+            input_labels = [char if char != " " else "␣" for char in text]
+            plot_attention(alignment, output_labels, input_labels, ax=ax, annotate=False)
             ax.set_ylabel("output characters")
             ax.set_xlabel("input characters")
 

@@ -52,3 +52,11 @@ def test_alignment_explorer_shows_prediction_and_reacts_to_the_model():
 def test_alignment_explorer_needs_models():
     with pytest.raises(ValueError, match="at least one model and one example"):
         alignment_explorer({}, ["x"], None, None)
+
+
+def test_new_model_passes_options_to_build_model():
+    task = prepare(TINY)
+    with_feeding = new_model("luong-general", task)
+    without = new_model("luong-general", task, input_feeding=False)
+    assert with_feeding.decoder.input_feeding and not without.decoder.input_feeding
+    assert without.decoder.cell.weight_ih.shape == (3 * 16, 32)
