@@ -12,7 +12,7 @@ NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval
 # The pip mirrors of some machines print one warning per package; keep the log readable.
 QUIET_PIP := grep -v "^WARNING: Location" || true
 
-.PHONY: help venv install lab test unit lint notebooks freshness book book-check outputs benchmark clean
+.PHONY: help venv install lab test unit lint notebooks book book-check browser outputs benchmark clean
 
 help:
 	@echo "make lab        open the notebooks in JupyterLab (creates $(VENV) if missing)"
@@ -29,7 +29,7 @@ venv: $(BIN)/python
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[notebooks,test,book]" 2>&1 | $(QUIET_PIP)
-	$(BIN)/python -c "import attnlib, torch, jupyterlab, nbval"
+	$(BIN)/python -c "import attnlib, torch, jupyterlab, nbval, playwright"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check attnlib tests benchmarks scripts notebooks/conftest.py
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/book -q
+	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/browser -q
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(NOTEBOOKS) -q
@@ -55,7 +55,12 @@ book: $(STAMP)
 book-check: book
 	$(BIN)/python -m pytest tests/book -q
 
-test: lint unit notebooks book-check
+# The book and JupyterLab in a real (headless) Chromium; needs Debian's chromium package.
+browser: book
+	@if [ -x /usr/bin/chromium ]; then $(BIN)/python -m pytest tests/browser -q; \
+	else echo "browser tests skipped: /usr/bin/chromium not found (apt-get install -y chromium)"; fi
+
+test: lint unit notebooks book-check browser
 
 outputs: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py $(NOTEBOOKS)

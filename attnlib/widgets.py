@@ -55,7 +55,8 @@ def html_table(matrix: np.ndarray, row_labels, column_labels, caption: str) -> s
     )
     style = "border-collapse:collapse;margin:4px 16px 4px 0;font-family:monospace"
     return (
-        f"<table style='{style}'><caption style='text-align:left'><b>{caption}</b></caption>"
+        f"<table cellpadding='3' style='{style}'>"
+        f"<caption style='text-align:left'><b>{caption}</b></caption>"
         f"<tr><th></th>{head}</tr>{body}</table>"
     )
 

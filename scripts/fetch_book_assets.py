@@ -116,6 +116,16 @@ COMPAT_JS = r"""// Written by scripts/fetch_book_assets.py.
   install();
   document.addEventListener("DOMContentLoaded", install);
 })();
+// html-manager asks require.js for its icon fonts under "@jupyter-widgets/html-manager/dist/",
+// which would resolve next to each page; point that prefix at this folder, where they are.
+(function () {
+  "use strict";
+  var here = document.currentScript && document.currentScript.src;
+  if (here && window.require && window.require.config) {
+    var folder = here.split("?")[0].replace(/\/[^/]*$/, "");
+    window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": folder } });
+  }
+})();
 """
 # Files that must exist afterwards; book.yml and tests/book refer to them.
 REQUIRED = ("widgets/require.js", "widgets/embed-amd.js", COMPAT_NAME, "mathjax/tex-chtml.js")

@@ -14,6 +14,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
+from tests.book.toc import toc_docnames
+
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 TOC = ROOT / "notebooks" / "_toc.yml"
@@ -26,24 +28,8 @@ MATHJAX_JS = "_static/mathjax/tex-chtml.js"
 MATHJAX_FONT = "_static/mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff"
 
 
-def toc_docnames(toc: dict) -> list[str]:
-    """The root and every file of a jb-book table of contents, in reading order."""
-    names = [toc["root"]]
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                names.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return names
-
-
 TOC_DATA = yaml.safe_load(TOC.read_text(encoding="utf-8"))
-DOCNAMES = toc_docnames(TOC_DATA)
+DOCNAMES = toc_docnames(TOC)
 ROOT_DOC = DOCNAMES[0]
 CHAPTERS = DOCNAMES[1:]
 
