@@ -24,7 +24,9 @@ def softmax(scores: np.ndarray, axis: int = -1, temperature: float = 1.0) -> np.
         raise ValueError(f"temperature must be positive, got {temperature}")
     shifted = scores / temperature
     # Subtracting the row maximum changes nothing mathematically and keeps exp() from overflowing.
-    shifted = shifted - shifted.max(axis=axis, keepdims=True)
+    # For scores near ±1e308 the difference itself can overflow to -inf, whose exp is the right 0.
+    with np.errstate(over="ignore"):
+        shifted = shifted - shifted.max(axis=axis, keepdims=True)
     exponentials = np.exp(shifted)
     return exponentials / exponentials.sum(axis=axis, keepdims=True)
 
