@@ -102,13 +102,14 @@ def main() -> None:
     print(header + f"{'examples to it':>16}{'final valid':>13}")
     for kind in args.kinds:
         r = run(kind, task, args.chunk, max_examples, args.target)
+        reached = r["time_to_target"] == r["time_to_target"]  # NaN when never reached
+        seconds = f"{r['time_to_target']:.1f}s" if reached else "not reached"
+        examples = f"{r['examples_to_target']:,.0f}" if reached else "-"
         print(
             f"{kind:<14}{r['parameters']:>9,}{r['examples_per_second']:>12.0f}"
-            f"{r['time_to_target']:>15.1f}s{r['examples_to_target']:>16,.0f}"
-            f"{r['final_accuracy']:>13.4f}",
+            f"{seconds:>16}{examples:>16}{r['final_accuracy']:>13.4f}",
             flush=True,
         )
-    print("nan: the target was not reached within the budget")
 
 
 if __name__ == "__main__":
