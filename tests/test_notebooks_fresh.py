@@ -88,3 +88,14 @@ def test_every_chapter_is_in_the_table_of_contents():
     }
     missing = {f"notebooks/{path.stem}" for path in NOTEBOOKS} - listed
     assert missing == set()
+
+
+def test_exercise_solutions_are_folded_away_in_the_book(notebook):
+    solutions = [
+        following
+        for cell, following in zip(notebook.cells[:-1], notebook.cells[1:], strict=True)
+        if cell.cell_type == "markdown" and cell.source.startswith("Solution to exercise")
+    ]
+    assert solutions, "each chapter ends with exercises and their solutions"
+    for cell in solutions:
+        assert cell.cell_type == "code" and "hide-cell" in cell.metadata.get("tags", [])
