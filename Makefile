@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAB_ARGS ?=
+# JupyterLab refuses to start as root (containers, CI) unless told it is meant.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-current-env \
 	--nbval-cell-timeout=900
@@ -36,7 +38,7 @@ install: $(STAMP)
 
 lab: $(STAMP)
 	@echo "Starting JupyterLab on notebooks/ (stop it with Ctrl-C, twice, or 'jupyter lab stop')."
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check attnlib tests benchmarks scripts notebooks/conftest.py
