@@ -225,3 +225,11 @@ def test_internal_links_resolve(docname: str) -> None:
     hrefs = [h for h in parse(page).anchors if not is_external(h) and not h.startswith("#")]
     broken = [href for href in hrefs if not resolve(page, href).exists()]
     assert broken == [], f"{docname} links to files that are not in the build: {broken}"
+
+
+def test_nbval_markers_are_hidden_from_readers():
+    for page in DOCNAMES[1:]:
+        html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+        assert "NBVAL_" not in html, f"{page}.html shows an nbval marker"
+    source = (ROOT / "notebooks" / "04_bahdanau_attention.ipynb").read_text(encoding="utf-8")
+    assert "# NBVAL_IGNORE_OUTPUT" in source  # the notebooks keep them
