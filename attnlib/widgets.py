@@ -11,7 +11,6 @@ from collections.abc import Callable
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
 
 from attnlib import reference
 from attnlib.plots import plot_attention
@@ -190,11 +189,6 @@ def temperature_explorer(scores: tuple[float, ...] = (2.0, 4.0, 4.0, 1.0, -1.0))
         readout,
         children=[widgets.HBox([scores_text, temperature]), widgets.HBox([readout, picture])],
     )
-
-
-def show(explorer: widgets.Widget) -> None:
-    """Display an explorer (a convenience for notebooks that build several)."""
-    display(explorer)
 
 
 def alignment_explorer(models: dict, examples: list[str], source_vocab, target_vocab) -> Explorer:
