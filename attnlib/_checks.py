@@ -1,4 +1,8 @@
-"""Input checks shared by the public functions: each failure names the shapes or values at fault."""
+"""Input checks shared by the public functions: each failure names the shapes or values at fault.
+
+Only public entry points call these; the inner kernels they hand over to trust their callers,
+so a tensor is scanned for NaN once per call (on a GPU each scan is a host sync).
+"""
 
 from __future__ import annotations
 
@@ -22,23 +26,29 @@ def check_tensor(name: str, tensor: object, min_dims: int = 2) -> torch.Tensor:
     return tensor
 
 
-def check_mask(mask: object, target_shape: tuple[int, ...], what: str) -> torch.Tensor:
-    """Require a boolean mask that broadcasts to ``target_shape`` (True means may attend)."""
+def check_boolean(mask: object, name: str = "mask", meaning: str = "may attend") -> torch.Tensor:
+    """Require a boolean tensor; ``meaning`` says what True stands for in the message."""
     if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool:
         raise TypeError(
-            f"mask must be boolean (True = may attend), got dtype {mask.dtype}; "
-            "convert with mask.bool() or build it with attnlib.masks"
+            f"{name} must be boolean (True = {meaning}), got dtype {mask.dtype}; "
+            "convert with .bool() or build it with attnlib.masks"
         )
+    return mask
+
+
+def check_mask(mask: object, target_shape: tuple[int, ...], what: str) -> torch.Tensor:
+    """Require a boolean mask that broadcasts to ``target_shape`` (True means may attend)."""
+    check_boolean(mask)
     try:
-        torch.broadcast_shapes(tuple(mask.shape), target_shape)
+        shape = torch.broadcast_shapes(tuple(mask.shape), target_shape)
     except RuntimeError:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the {what} "
             f"shape {target_shape}"
         ) from None
-    if torch.broadcast_shapes(tuple(mask.shape), target_shape) != torch.Size(target_shape):
+    if shape != torch.Size(target_shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} would enlarge the {what} shape {target_shape}"
         )

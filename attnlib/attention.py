@@ -2,36 +2,24 @@
 
 Shapes: queries ``(..., n_queries, d_k)``, keys ``(..., n_keys, d_k)``, values
 ``(..., n_keys, d_v)``; weights ``(..., n_queries, n_keys)``; masks boolean, True = may attend.
+
+Inputs are checked once, at the public entry (``attend``, ``MultiHeadAttention.forward``); the
+kernels behind them (``attend_unchecked``, ``forward_prepared``) trust their callers.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attnlib._checks import check_mask, check_tensor
-from attnlib.masks import masked_softmax
-from attnlib.scores import dot_score, scaled_dot_score
-
-ScoreFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-_NAMED_SCORES: dict[str, ScoreFunction] = {"dot": dot_score, "scaled_dot": scaled_dot_score}
+from attnlib.masks import masked_softmax_unchecked, prepare_attention_mask
+from attnlib.scores import Score, ScoreFunction, resolve_score, scaled_dot_product
 
 
-def _resolve_score(score: str | ScoreFunction) -> ScoreFunction:
-    if callable(score):
-        return score
-    if score not in _NAMED_SCORES:
-        raise ValueError(
-            f"unknown score {score!r}; choose 'dot' or 'scaled_dot', or pass a score module "
-            "such as attnlib.scores.GeneralScore or AdditiveScore"
-        )
-    return _NAMED_SCORES[score]
-
-
-def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> None:
+def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> tuple:
+    """Scan each tensor once; return the weights' shape (..., n_queries, n_keys)."""
     for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
         check_tensor(name, tensor)
     if keys.shape[-2] != values.shape[-2]:
@@ -44,10 +32,11 @@ def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) 
         "values": tuple(values.shape[:-2]),
     }
     try:
-        torch.broadcast_shapes(*batch_shapes.values())
+        batch = torch.broadcast_shapes(*batch_shapes.values())
     except RuntimeError:
         described = ", ".join(f"{name} {shape}" for name, shape in batch_shapes.items())
         raise ValueError(f"batch shapes do not match: {described}") from None
+    return (*batch, queries.shape[-2], keys.shape[-2])
 
 
 def attend(
@@ -62,20 +51,39 @@ def attend(
     """Weighted sum of values: output (..., n_queries, d_v), weights (..., n_queries, n_keys).
 
     ``mask`` is boolean, True where a query may attend to a key, and broadcasts to the weights'
-    shape; a fully masked query gets zero weights and a zero output.
+    shape; a fully masked query gets zero weights and a zero output. ``score`` is a name of
+    :data:`attnlib.scores.SCORES` without parameters, a score module, or any callable
+    ``score(queries, keys)``.
     """
-    score_function = _resolve_score(score)
-    _check_qkv(queries, keys, values)
+    score_function = resolve_score(score)
+    weights_shape = _check_qkv(queries, keys, values)
+    if isinstance(score_function, Score):
+        # attnlib's scores check widths here and skip their own NaN scans below.
+        score_function.check_shapes(queries, keys)
+        score_function = score_function.unchecked
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
-    scores = score_function(queries, keys)
+    if mask is not None:
+        check_mask(mask, weights_shape, "attention weights")
+    return attend_unchecked(queries, keys, values, mask, score_function, temperature, dropout)
+
+
+def attend_unchecked(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None,
+    score: ScoreFunction = scaled_dot_product,
+    temperature: float = 1.0,
+    dropout: nn.Module | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`attend` without checks: output (..., n_queries, d_v), weights (..., n_q, n_keys)."""
+    scores = score(queries, keys)  # (..., n_queries, n_keys)
     if temperature != 1.0:
         scores = scores / temperature
-    if mask is not None:
-        check_mask(mask, tuple(scores.shape), "attention weights")
-    weights = masked_softmax(scores, mask)
+    weights = masked_softmax_unchecked(scores, mask)  # (..., n_queries, n_keys)
     dropped = dropout(weights) if dropout is not None else weights
-    return dropped @ values, weights
+    return dropped @ values, weights  # (..., n_queries, d_v)
 
 
 class MultiHeadAttention(nn.Module):
@@ -122,27 +130,62 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor | None = None,
         value: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
         fused: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend (batch, n_queries, d_model) over (batch, n_keys, d_model); no key: self-attention.
 
-        ``mask`` (True = may attend) broadcasts to (batch, heads, n_queries, n_keys); a 3-D mask
-        (batch, n_queries, n_keys), as from :func:`attnlib.masks.padding_mask`, applies to
-        every head.
+        Both masks are boolean and True means "may attend"; both paths accept the same ones.
+
+        - ``key_mask`` ``(batch, n_keys)``: True at real keys, False at padding. This is the
+          inverse of torch's ``key_padding_mask`` (True = padding): pass ``~key_padding_mask``.
+        - ``mask``: ``(n_queries, n_keys)`` (say a causal mask), ``(batch, n_queries, n_keys)``
+          (as from :func:`attnlib.masks.padding_mask`) or ``(batch, heads, n_queries, n_keys)``;
+          any axis may be 1 to broadcast. A 2-D mask is always ``(n_queries, n_keys)``, never
+          ``(batch, n_keys)``: padding goes in ``key_mask``.
+
+        Checks the inputs, then runs :meth:`prepare_mask` and :meth:`forward_prepared`.
         """
         key = query if key is None else key
         value = key if value is None else value
         self._check_inputs(query, key, value)
-        if mask is not None:
-            mask = self._head_mask(mask, query, key)
-        queries = self.split_heads(self.query_projection(query))
-        keys = self.split_heads(self.key_projection(key))
-        values = self.split_heads(self.value_projection(value))
+        mask4d = self.prepare_mask(mask, key_mask, query.shape[0], query.shape[1], key.shape[1])
+        return self.forward_prepared(query, key, value, mask4d, fused)
+
+    def prepare_mask(
+        self,
+        mask: torch.Tensor | None,
+        key_mask: torch.Tensor | None,
+        batch: int,
+        n_queries: int,
+        n_keys: int,
+    ) -> torch.Tensor | None:
+        """Check ``mask`` and ``key_mask`` once; their AND as a 4-D bool mask, or None.
+
+        The result broadcasts to (batch, heads, n_queries, n_keys); a stack of layers prepares
+        it once and hands it to every layer's :meth:`forward_prepared`.
+        """
+        return prepare_attention_mask(mask, key_mask, (batch, self.num_heads, n_queries, n_keys))
+
+    def forward_prepared(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask4d: torch.Tensor | None,
+        fused: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`forward` without checks, ``mask4d`` from :meth:`prepare_mask`: output
+        (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) or None if fused.
+        """
+        queries = self.split_heads(self.query_projection(query))  # (batch, heads, n_q, head_dim)
+        keys = self.split_heads(self.key_projection(key))  # (batch, heads, n_keys, head_dim)
+        values = self.split_heads(self.value_projection(value))  # (batch, heads, n_keys, head_dim)
         if fused:
-            heads, weights = self._fused_attention(queries, keys, values, mask), None
+            heads, weights = self._fused_attention(queries, keys, values, mask4d), None
         else:
-            heads, weights = attend(queries, keys, values, mask, dropout=self.dropout)
-        return self.output_projection(self.merge_heads(heads)), weights
+            heads, weights = attend_unchecked(queries, keys, values, mask4d, dropout=self.dropout)
+        return self.output_projection(self.merge_heads(heads)), weights  # (batch, n_q, d_model)
 
     def _fused_attention(
         self,
@@ -151,6 +194,7 @@ class MultiHeadAttention(nn.Module):
         values: torch.Tensor,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
+        """SDPA on (batch, heads, seq, head_dim) tensors -> (batch, heads, n_queries, head_dim)."""
         dropout_p = self.dropout_p if self.training else 0.0
         heads = F.scaled_dot_product_attention(
             queries, keys, values, attn_mask=mask, dropout_p=dropout_p
@@ -184,12 +228,6 @@ class MultiHeadAttention(nn.Module):
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(f"key has {key.shape[1]} positions but value has {value.shape[1]}")
-
-    def _head_mask(self, mask: torch.Tensor, query: torch.Tensor, key: torch.Tensor):
-        target = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
-        if isinstance(mask, torch.Tensor) and mask.dim() == 3:
-            mask = mask.unsqueeze(1)
-        return check_mask(mask, target, "(batch, heads, n_queries, n_keys)")
 
     @torch.no_grad()
     def load_from_torch(self, reference: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from attnlib._checks import check_mask
+from attnlib._checks import check_boolean, check_mask
 
 
 def padding_mask(lengths: torch.Tensor | list[int], max_len: int | None = None) -> torch.Tensor:
     """Keys that are real tokens, True up to each length: lengths (batch,) -> (batch, 1, max_len).
 
     The middle axis of size 1 lets the mask broadcast against scores of shape
-    ``(batch, n_queries, n_keys)``; add ``.unsqueeze(1)`` for ``(batch, heads, ...)``.
+    ``(batch, n_queries, n_keys)``; add ``.unsqueeze(1)`` for ``(batch, heads, ...)``, or
+    ``.squeeze(1)`` for the ``key_mask`` of :class:`attnlib.attention.MultiHeadAttention`.
     """
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1:
@@ -77,9 +78,17 @@ def masked_softmax(
     Masked keys get exactly zero weight, and a fully masked row gets all zeros instead of the
     NaN that ``softmax`` of a row of ``-inf`` would give.
     """
+    if mask is not None:
+        check_mask(mask, tuple(scores.shape), "scores")
+    return masked_softmax_unchecked(scores, mask, dim)
+
+
+def masked_softmax_unchecked(
+    scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1
+) -> torch.Tensor:
+    """:func:`masked_softmax` without its checks, for callers that checked the mask already."""
     if mask is None:
         return torch.softmax(scores, dim=dim)
-    check_mask(mask, tuple(scores.shape), "scores")
     filled = scores.masked_fill(~mask, float("-inf"))
     row_has_key = mask.any(dim=dim, keepdim=True)
     # A row of -inf has no maximum to subtract; give it zeros so softmax stays finite,
@@ -87,3 +96,69 @@ def masked_softmax(
     filled = torch.where(row_has_key, filled, torch.zeros_like(filled))
     weights = torch.softmax(filled, dim=dim)
     return torch.where(row_has_key & mask, weights, torch.zeros_like(weights))
+
+
+def prepare_attention_mask(
+    mask: torch.Tensor | None, key_mask: torch.Tensor | None, target: tuple[int, int, int, int]
+) -> torch.Tensor | None:
+    """Check a general ``mask`` and a padding ``key_mask`` once; their AND as one 4-D bool mask
+    that broadcasts to ``target`` = (batch, heads, n_queries, n_keys), or None if both are None.
+
+    ``mask`` is (n_queries, n_keys), (batch, n_queries, n_keys) or (batch, heads, n_queries,
+    n_keys), any axis possibly 1; ``key_mask`` is (batch, n_keys), True at real keys.
+    """
+    parts = []
+    if mask is not None:
+        parts.append(_mask_4d(mask, target))
+    if key_mask is not None:
+        parts.append(_key_mask_4d(key_mask, target[0], target[3]))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else parts[0] & parts[1]
+
+
+# Axis names of a mask by its number of dimensions; a mask never has its axes guessed.
+_MASK_AXES = {
+    2: ("n_queries", "n_keys"),
+    3: ("batch", "n_queries", "n_keys"),
+    4: ("batch", "heads", "n_queries", "n_keys"),
+}
+
+
+def _mask_4d(mask: object, target: tuple[int, ...]) -> torch.Tensor:
+    """A 2-, 3- or 4-D mask, checked against (batch, heads, n_queries, n_keys), made 4-D."""
+    mask = check_boolean(mask)
+    if mask.dim() not in _MASK_AXES:
+        raise ValueError(
+            f"mask must be (n_queries, n_keys), (batch, n_queries, n_keys) or (batch, heads, "
+            f"n_queries, n_keys), got shape {tuple(mask.shape)}; a padding mask of shape "
+            "(batch, n_keys) goes in key_mask"
+        )
+    axes = _MASK_AXES[mask.dim()]
+    sizes = dict(zip(("batch", "heads", "n_queries", "n_keys"), target, strict=True))
+    expected = tuple(sizes[axis] for axis in axes)
+    if any(got not in (1, want) for got, want in zip(mask.shape, expected, strict=True)):
+        hint = (
+            "; a 2-D mask is always (n_queries, n_keys): pass a (batch, n_keys) padding mask "
+            "as key_mask"
+            if mask.dim() == 2
+            else ""
+        )
+        named = f"({', '.join(axes)}) = {expected}"
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not fit {named}{hint}")
+    if mask.dim() == 2:
+        return mask[None, None]  # (1, 1, n_queries, n_keys)
+    if mask.dim() == 3:
+        return mask[:, None]  # (batch, 1, n_queries, n_keys)
+    return mask
+
+
+def _key_mask_4d(key_mask: object, batch: int, n_keys: int) -> torch.Tensor:
+    """A (batch, n_keys) key mask, True at real keys, as (batch, 1, 1, n_keys)."""
+    key_mask = check_boolean(key_mask, "key_mask", "a real key that may be attended")
+    if tuple(key_mask.shape) != (batch, n_keys):
+        raise ValueError(
+            f"key_mask must be (batch, n_keys) = {(batch, n_keys)}, got shape "
+            f"{tuple(key_mask.shape)}"
+        )
+    return key_mask[:, None, None, :]

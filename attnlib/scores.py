@@ -1,58 +1,119 @@
-"""Score functions: how much a query matches each key.
+"""Score functions: how much a query matches each key, and the one registry of them by name.
 
 Every score has the same call signature, ``score(queries, keys) -> scores`` with
 queries ``(..., n_queries, d_q)``, keys ``(..., n_keys, d_k)`` and scores
 ``(..., n_queries, n_keys)``. Dot and scaled dot have no parameters; general (bilinear) and
-additive (concat) learn theirs, so they are ``nn.Module``s.
+additive (Bahdanau's; Luong calls it concat) learn theirs. :data:`SCORES` names each once.
+
+Calling a score checks its inputs. Each score module also has ``check_shapes`` (widths only)
+and ``unchecked`` (the arithmetic alone), so that :func:`attnlib.attention.attend`, which has
+already scanned its inputs, does not scan them again.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import cache
 
 import torch
 from torch import nn
 
 from attnlib._checks import check_tensor
 
-SCORE_NAMES = ("dot", "scaled_dot", "general", "additive")
+ScoreFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def _check_pair(queries: torch.Tensor, keys: torch.Tensor, same_width: bool) -> None:
+def dot_product(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Unchecked q·k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+    return queries @ keys.transpose(-2, -1)
+
+
+def scaled_dot_product(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Unchecked q·k / √d_k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_q, n_keys)."""
+    return queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
+
+
+def _check_same_width(queries: torch.Tensor, keys: torch.Tensor) -> None:
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"keys have d_k={keys.shape[-1]} but queries have d_k={queries.shape[-1]}")
+
+
+def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
     check_tensor("queries", queries)
     check_tensor("keys", keys)
-    if same_width and queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(f"keys have d_k={keys.shape[-1]} but queries have d_k={queries.shape[-1]}")
 
 
 def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """q·k for every pair: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-    _check_pair(queries, keys, same_width=True)
-    return queries @ keys.transpose(-2, -1)
+    _check_pair(queries, keys)
+    _check_same_width(queries, keys)
+    return dot_product(queries, keys)
 
 
 def scaled_dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """q·k / √d_k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-    return dot_score(queries, keys) / math.sqrt(queries.shape[-1])
+    _check_pair(queries, keys)
+    _check_same_width(queries, keys)
+    return scaled_dot_product(queries, keys)
 
 
-class DotScore(nn.Module):
-    """Module wrapper of :func:`dot_score` (no parameters)."""
-
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """(..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        return dot_score(queries, keys)
-
-
-class ScaledDotScore(nn.Module):
-    """Module wrapper of :func:`scaled_dot_score` (no parameters)."""
+class Score(nn.Module):
+    """A score as a module: ``forward`` checks, ``check_shapes`` + ``unchecked`` for callers
+    that have checked already."""
 
     def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """(..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+        _check_pair(queries, keys)
+        self.check_shapes(queries, keys)
+        return self.unchecked(queries, keys)
+
+    def check_shapes(self, queries: torch.Tensor, keys: torch.Tensor) -> None:
+        """Fail with a message naming the widths if this score cannot compare them."""
+        _check_same_width(queries, keys)
+
+    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """The arithmetic alone: (..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_q, n_k)."""
+        raise NotImplementedError
+
+
+class DotScore(Score):
+    """Module form of :func:`dot_score` (no parameters)."""
+
+    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """(..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        return scaled_dot_score(queries, keys)
+        return dot_product(queries, keys)
 
 
-class GeneralScore(nn.Module):
+class ScaledDotScore(Score):
+    """Module form of :func:`scaled_dot_score` (no parameters)."""
+
+    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """(..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+        return scaled_dot_product(queries, keys)
+
+
+class _WidthsScore(Score):
+    """A score with learned parameters sized for queries of width d_query, keys of d_key."""
+
+    d_query: int
+    d_key: int
+
+    def check_shapes(self, queries: torch.Tensor, keys: torch.Tensor) -> None:
+        """Fail unless queries are (..., d_query) and keys (..., d_key)."""
+        if queries.shape[-1] != self.d_query:
+            raise ValueError(
+                f"{type(self).__name__} expects queries with d_q={self.d_query}, "
+                f"got d_q={queries.shape[-1]}"
+            )
+        if keys.shape[-1] != self.d_key:
+            raise ValueError(
+                f"{type(self).__name__} expects keys with d_k={self.d_key}, "
+                f"got d_k={keys.shape[-1]}"
+            )
+
+
+class GeneralScore(_WidthsScore):
     """Luong's general (bilinear) score qᵀ W k, with W of shape (d_q, d_k)."""
 
     def __init__(self, d_query: int, d_key: int) -> None:
@@ -60,14 +121,13 @@ class GeneralScore(nn.Module):
         self.d_query, self.d_key = d_query, d_key
         self.key_projection = nn.Linear(d_key, d_query, bias=False)
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """(..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        _check_widths(self, queries, keys)
         return queries @ self.key_projection(keys).transpose(-2, -1)
 
 
-class AdditiveScore(nn.Module):
-    """Bahdanau's additive (concat) score vᵀ tanh(W_q q + W_k k)."""
+class AdditiveScore(_WidthsScore):
+    """Bahdanau's additive score vᵀ tanh(W_q q + W_k k) (Luong's "concat")."""
 
     def __init__(self, d_query: int, d_key: int, d_hidden: int) -> None:
         super().__init__()
@@ -76,9 +136,8 @@ class AdditiveScore(nn.Module):
         self.key_projection = nn.Linear(d_key, d_hidden, bias=True)
         self.vector = nn.Linear(d_hidden, 1, bias=False)
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """(..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        _check_widths(self, queries, keys)
         # Broadcast to (..., n_queries, n_keys, d_hidden): this is why additive scores cost
         # more memory than a matrix product.
         hidden = self.query_projection(queries).unsqueeze(-2) + self.key_projection(keys).unsqueeze(
@@ -87,32 +146,51 @@ class AdditiveScore(nn.Module):
         return self.vector(torch.tanh(hidden)).squeeze(-1)
 
 
-def _check_widths(module: GeneralScore | AdditiveScore, queries, keys) -> None:
-    _check_pair(queries, keys, same_width=False)
-    if queries.shape[-1] != module.d_query:
-        raise ValueError(
-            f"{type(module).__name__} expects queries with d_q={module.d_query}, "
-            f"got d_q={queries.shape[-1]}"
-        )
-    if keys.shape[-1] != module.d_key:
-        raise ValueError(
-            f"{type(module).__name__} expects keys with d_k={module.d_key}, "
-            f"got d_k={keys.shape[-1]}"
-        )
+# The one registry: every score has one name, used by attend, MultiHeadAttention and the
+# seq2seq decoders alike.
+SCORES: dict[str, type[Score]] = {
+    "dot": DotScore,
+    "scaled_dot": ScaledDotScore,
+    "general": GeneralScore,
+    "additive": AdditiveScore,
+}
+SCORE_NAMES = tuple(SCORES)
+_LEARNED = ("general", "additive")
+
+
+def _check_name(name: str) -> None:
+    if name not in SCORES:
+        raise ValueError(f"unknown score {name!r}; choose one of {', '.join(SCORE_NAMES)}")
 
 
 def make_score(
     name: str, d_query: int | None = None, d_key: int | None = None, d_hidden: int | None = None
-) -> nn.Module:
+) -> Score:
     """Build a score module by name: 'dot', 'scaled_dot', 'general' or 'additive'."""
-    if name == "dot":
-        return DotScore()
-    if name == "scaled_dot":
-        return ScaledDotScore()
-    if name in ("general", "additive"):
-        if d_query is None or d_key is None:
-            raise ValueError(f"score '{name}' needs d_query and d_key")
-        if name == "general":
-            return GeneralScore(d_query, d_key)
-        return AdditiveScore(d_query, d_key, d_hidden or d_query)
-    raise ValueError(f"unknown score {name!r}; choose one of {', '.join(SCORE_NAMES)}")
+    _check_name(name)
+    if name not in _LEARNED:
+        return SCORES[name]()
+    if d_query is None or d_key is None:
+        raise ValueError(f"score '{name}' needs d_query and d_key")
+    if name == "general":
+        return GeneralScore(d_query, d_key)
+    return AdditiveScore(d_query, d_key, d_hidden or d_query)
+
+
+@cache
+def _shared(name: str) -> Score:
+    # Parameter-free scores hold no state, so one instance serves every call.
+    return SCORES[name]()
+
+
+def resolve_score(score: str | ScoreFunction) -> ScoreFunction:
+    """A callable score from a name of :data:`SCORES` without parameters, or ``score`` itself."""
+    if callable(score):
+        return score
+    _check_name(score)
+    if score in _LEARNED:
+        raise ValueError(
+            f"score {score!r} learns parameters: build it once with "
+            f"attnlib.scores.make_score({score!r}, d_query, d_key) and pass the module"
+        )
+    return _shared(score)

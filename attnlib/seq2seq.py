@@ -4,21 +4,35 @@ and with Luong's attention; teacher-forced training and greedy decoding that rec
 Shapes: source ids (batch, source_len), target ids (batch, target_len), encoder outputs
 (batch, source_len, hidden), alignments (batch, target_len, source_len). The source padding mask
 is boolean, True at real characters, so padded positions get exactly zero attention weight.
+Models only: special ids come from the vocabularies handed in, tasks live in attnlib.tasks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnlib.attention import attend
+from attnlib.attention import attend_unchecked
 from attnlib.masks import padding_mask
-from attnlib.scores import AdditiveScore, GeneralScore, dot_score
+from attnlib.scores import AdditiveScore, make_score
 
-MODEL_KINDS = ("none", "bahdanau", "luong-dot", "luong-general", "luong-concat")
+# Luong's scores by their names in attnlib.scores.SCORES ("additive" is the paper's "concat").
+LUONG_SCORES = ("dot", "general", "additive")
+MODEL_KINDS = ("none", "bahdanau", *(f"luong-{score}" for score in LUONG_SCORES))
+
+
+class Vocabulary(Protocol):
+    """What a model needs of a vocabulary: its size and its special ids."""
+
+    pad_id: int
+    sos_id: int
+    eos_id: int
+
+    def __len__(self) -> int: ...
 
 
 class Encoder(nn.Module):
@@ -30,7 +44,8 @@ class Encoder(nn.Module):
         embedding_dim: int,
         hidden_size: int,
         bidirectional: bool = True,
-        pad_id: int = 0,
+        *,
+        pad_id: int,
     ):
         super().__init__()
         if bidirectional and hidden_size % 2:
@@ -105,9 +120,14 @@ class BahdanauDecoder(nn.Module):
     def step(self, token, state, encoder_outputs, source_mask):
         """One step: token (batch,) -> logits (batch, vocab), new state, weights (batch, src)."""
         (previous,) = state
-        context, weights = attend(
-            previous.unsqueeze(1), encoder_outputs, encoder_outputs, source_mask, self.score
-        )
+        # Inner step of a checked model: the score's arithmetic alone, no input scans.
+        context, weights = attend_unchecked(
+            previous.unsqueeze(1),
+            encoder_outputs,
+            encoder_outputs,
+            source_mask,
+            self.score.unchecked,
+        )  # (batch, 1, hidden), (batch, 1, src)
         context = context.squeeze(1)
         embedded = self.embedding(token)
         hidden = self.cell(torch.cat([embedded, context], dim=-1), previous)
@@ -134,14 +154,11 @@ class LuongDecoder(nn.Module):
         attention_size: int | None = None,
     ):
         super().__init__()
-        if score == "dot":
-            self.score = dot_score
-        elif score == "general":
-            self.score = GeneralScore(hidden_size, hidden_size)
-        elif score == "concat":
-            self.score = AdditiveScore(hidden_size, hidden_size, attention_size or hidden_size)
-        else:
-            raise ValueError(f"unknown Luong score {score!r}; choose 'dot', 'general' or 'concat'")
+        if score not in LUONG_SCORES:
+            raise ValueError(
+                f"unknown Luong score {score!r}; choose one of {', '.join(LUONG_SCORES)}"
+            )
+        self.score = make_score(score, hidden_size, hidden_size, attention_size or hidden_size)
         self.score_name, self.input_feeding = score, input_feeding
         self.embedding = nn.Embedding(vocab_size, embedding_dim)
         input_size = embedding_dim + (hidden_size if input_feeding else 0)
@@ -159,9 +176,10 @@ class LuongDecoder(nn.Module):
         embedded = self.embedding(token)
         step_input = torch.cat([embedded, attentional], -1) if self.input_feeding else embedded
         hidden = self.cell(step_input, previous)
-        context, weights = attend(
-            hidden.unsqueeze(1), encoder_outputs, encoder_outputs, source_mask, self.score
-        )
+        # Inner step of a checked model: the score's arithmetic alone, no input scans.
+        context, weights = attend_unchecked(
+            hidden.unsqueeze(1), encoder_outputs, encoder_outputs, source_mask, self.score.unchecked
+        )  # (batch, 1, hidden), (batch, 1, src)
         attentional = torch.tanh(self.combine(torch.cat([context.squeeze(1), hidden], dim=-1)))
         return self.output(attentional), (hidden, attentional), weights.squeeze(1)
 
@@ -175,12 +193,17 @@ class Decoded:
 
 
 class Seq2Seq(nn.Module):
-    """An encoder and a decoder, run with teacher forcing (training) or greedily (inference)."""
+    """An encoder and a decoder, run with teacher forcing (training) or greedily (inference).
 
-    def __init__(self, encoder: Encoder, decoder: nn.Module, sos_id: int = 1, eos_id: int = 2):
+    ``pad_id``, ``sos_id`` and ``eos_id`` are the target vocabulary's special ids.
+    """
+
+    def __init__(
+        self, encoder: Encoder, decoder: nn.Module, *, pad_id: int, sos_id: int, eos_id: int
+    ):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
-        self.sos_id, self.eos_id = sos_id, eos_id
+        self.pad_id, self.sos_id, self.eos_id = pad_id, sos_id, eos_id
 
     def forward(
         self, source: torch.Tensor, lengths: torch.Tensor, target_in: torch.Tensor
@@ -213,7 +236,7 @@ class Seq2Seq(nn.Module):
         for _ in range(max_steps):
             logits, state, weights = self.decoder.step(token, state, encoder_outputs, mask)
             token = logits.argmax(-1)
-            tokens.append(torch.where(finished, torch.zeros_like(token), token))
+            tokens.append(token.masked_fill(finished, self.pad_id))
             alignments.append(weights)
             finished |= token == self.eos_id
             if bool(finished.all()):
@@ -224,18 +247,22 @@ class Seq2Seq(nn.Module):
 
 def build_model(
     kind: str,
-    source_vocab_size: int,
-    target_vocab_size: int,
+    source_vocab: Vocabulary,
+    target_vocab: Vocabulary,
     embedding_dim: int = 32,
     hidden_size: int = 128,
     attention_size: int = 64,
     input_feeding: bool = True,
     bidirectional: bool = True,
 ) -> Seq2Seq:
-    """A seq2seq model of the named kind: 'none', 'bahdanau', 'luong-dot|general|concat'."""
+    """A seq2seq model of the named kind ('none', 'bahdanau', 'luong-dot|general|additive'),
+    sized and given its special ids by the two vocabularies."""
     if kind not in MODEL_KINDS:
         raise ValueError(f"unknown model kind {kind!r}; choose one of {', '.join(MODEL_KINDS)}")
-    encoder = Encoder(source_vocab_size, embedding_dim, hidden_size, bidirectional)
+    source_vocab_size, target_vocab_size = len(source_vocab), len(target_vocab)
+    encoder = Encoder(
+        source_vocab_size, embedding_dim, hidden_size, bidirectional, pad_id=source_vocab.pad_id
+    )
     if kind == "none":
         decoder = PlainDecoder(target_vocab_size, embedding_dim, hidden_size)
     elif kind == "bahdanau":
@@ -249,48 +276,15 @@ def build_model(
             input_feeding=input_feeding,
             attention_size=attention_size,
         )
-    return Seq2Seq(encoder, decoder)
+    return Seq2Seq(
+        encoder,
+        decoder,
+        pad_id=target_vocab.pad_id,
+        sos_id=target_vocab.sos_id,
+        eos_id=target_vocab.eos_id,
+    )
 
 
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable parameters."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-def predict(model: Seq2Seq, batches, target_vocab, max_steps: int = 20) -> list[str]:
-    """Greedy translations of every batch, as strings, in order."""
-    model.eval()
-    device = next(model.parameters()).device
-    predictions = []
-    for batch in batches:
-        decoded = model.greedy_decode(
-            batch.source.to(device), batch.source_lengths.to(device), max_steps
-        )
-        predictions.extend(target_vocab.decode(row) for row in decoded.tokens.tolist())
-    return predictions
-
-
-def exact_match(predictions: list[str], targets: list[str]) -> float:
-    """Fraction of predictions equal to their target, character for character."""
-    if len(predictions) != len(targets):
-        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
-    if not targets:
-        raise ValueError("exact_match needs at least one target")
-    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
-
-
-def translate(
-    model: Seq2Seq, text: str, source_vocab, target_vocab, max_steps: int = 20
-) -> tuple[str, torch.Tensor | None]:
-    """Translate one string: the prediction and its alignment (output_len, source_len) or None."""
-    if not text:
-        raise ValueError("translate needs a non-empty text")
-    model.eval()
-    device = next(model.parameters()).device
-    source = torch.tensor([source_vocab.encode(text)], device=device)
-    decoded = model.greedy_decode(source, torch.tensor([len(text)]), max_steps)
-    ids = decoded.tokens[0].tolist()
-    # Keep the steps up to and including the end symbol: they are the rows of the picture.
-    steps = ids.index(target_vocab.eos_id) + 1 if target_vocab.eos_id in ids else len(ids)
-    alignment = decoded.alignments[0, :steps].cpu() if decoded.alignments is not None else None
-    return target_vocab.decode(ids), alignment

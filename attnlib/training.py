@@ -1,12 +1,14 @@
 """The one training loop of the suite, and checkpoints that are safe to write and to load.
 
-``fit`` trains any model whose loss a function can compute from a batch: device choice,
+``fit`` trains any model whose loss the caller's function computes from a batch (the loss
+belongs to the task, see :mod:`attnlib.tasks`; this loop knows no model): device choice,
 optional mixed precision on a GPU, gradient clipping, a learning-rate schedule, a history of
 losses and metrics, tqdm progress bars, an optional early stop and checkpoints.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import time
@@ -15,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -48,24 +49,10 @@ class History:
         return len(self.train_loss)
 
 
-def teacher_forcing_loss(model: nn.Module, batch, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Cross-entropy of next-symbol predictions given the true previous symbols (padding skipped).
-
-    ``batch`` has ``source``, ``source_lengths``, ``target_in`` and ``target_out`` (id 0 = pad).
-    """
-    logits, _ = model(batch.source, batch.source_lengths, batch.target_in)
-    return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]),
-        batch.target_out.reshape(-1),
-        ignore_index=0,
-        label_smoothing=label_smoothing,
-    )
-
-
 def fit(
     model: nn.Module,
     batches: Iterable | Callable[[int], Iterable],
-    loss_fn: LossFunction = teacher_forcing_loss,
+    loss_fn: LossFunction,
     epochs: int = 1,
     optimizer: torch.optim.Optimizer | None = None,
     lr: float = 1e-3,
@@ -77,15 +64,19 @@ def fit(
     mixed_precision: bool = True,
     checkpoint_path: str | Path | None = None,
     progress: bool = True,
+    max_steps: int | None = None,
 ) -> History:
     """Train for ``epochs`` over ``batches`` (or ``batches(epoch)`` for a fresh order each epoch).
 
-    ``schedule(step)`` multiplies ``lr`` at each optimizer step; ``evaluate(model)`` returns
-    metrics after each epoch; ``stop_when(metrics)`` ends training early; the last epoch's
-    weights go to ``checkpoint_path``.
+    ``loss_fn(model, batch)`` is the task's loss (a 0-d tensor); ``schedule(step)`` multiplies
+    ``lr`` at each optimizer step; ``evaluate(model)`` returns metrics after each epoch;
+    ``stop_when(metrics)`` ends training early, and so does ``max_steps`` optimizer steps; the
+    last epoch's weights go to ``checkpoint_path``.
     """
     if epochs < 1:
         raise ValueError(f"epochs must be positive, got {epochs}")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"max_steps must be positive, got {max_steps}")
     device = choose_device() if device is None else torch.device(device)
     model.to(device)
     optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr)
@@ -96,21 +87,21 @@ def fit(
     for epoch in range(epochs):
         epoch_batches = batches(epoch) if callable(batches) else batches
         model.train()
-        total, count = 0.0, 0
+        # The running loss stays on the device: reading it is a host sync, so it is read only
+        # when the bar redraws and at the end of the epoch (and checked for NaN/inf then).
+        running = _RunningLoss(device, history.steps)
         # Few redraws: each one is a message to the notebook front end (and to nbval).
         bar = tqdm(
             epoch_batches,
             desc=f"epoch {epoch + 1}/{epochs}",
             disable=not progress,
-            mininterval=0.5,
+            mininterval=_REDRAW_SECONDS,
         )
         for batch in bar:
             batch = batch.to(device) if hasattr(batch, "to") else batch
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
                 loss = loss_fn(model, batch)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss became {loss.item()} at step {history.steps}")
             loss.backward()
             if clip_norm is not None:
                 nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
@@ -118,18 +109,56 @@ def fit(
             if scheduler is not None:
                 scheduler.step()
             history.steps += 1
-            total, count = total + loss.item(), count + 1
-            bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
+            running.add(loss)
+            if progress and running.due():
+                bar.set_postfix(loss=f"{running.read(history.steps):.4f}", refresh=False)
+            if max_steps is not None and history.steps >= max_steps:
+                break
+        mean_loss = running.read(history.steps)
         metrics = _evaluate(model, evaluate)
-        history.record(total / max(count, 1), metrics, time.perf_counter() - start, _lr(optimizer))
+        history.record(mean_loss, metrics, time.perf_counter() - start, _lr(optimizer))
         if progress and metrics:
             shown = ", ".join(f"{name} {value:.4f}" for name, value in metrics.items())
-            tqdm.write(f"epoch {epoch + 1}: loss {total / max(count, 1):.4f}, {shown}")
+            tqdm.write(f"epoch {epoch + 1}: loss {mean_loss:.4f}, {shown}")
         if stop_when is not None and stop_when(metrics):
+            break
+        if max_steps is not None and history.steps >= max_steps:
             break
     if checkpoint_path is not None:
         save_checkpoint(checkpoint_path, model, optimizer, epochs=history.epochs)
     return history
+
+
+_REDRAW_SECONDS = 0.5
+
+
+class _RunningLoss:
+    """An epoch's loss summed on the device; read (a host sync) only when it is shown."""
+
+    def __init__(self, device: torch.device, first_step: int):
+        self.total = torch.zeros((), device=device)
+        self.count, self.checked_step = 0, first_step
+        self.shown_at = time.monotonic()
+
+    def add(self, loss: torch.Tensor) -> None:
+        """Add one step's 0-d loss without waiting for it."""
+        self.total += loss.detach().float()
+        self.count += 1
+
+    def due(self) -> bool:
+        """Whether the progress bar may redraw (at most every ``_REDRAW_SECONDS``)."""
+        return time.monotonic() - self.shown_at >= _REDRAW_SECONDS
+
+    def read(self, step: int) -> float:
+        """The mean loss so far; fails naming the steps since the last read if it is not finite."""
+        total = float(self.total)
+        if not math.isfinite(total):
+            raise FloatingPointError(
+                f"loss became {total} between steps {self.checked_step + 1} and {step} "
+                "(steps count from 1)"
+            )
+        self.checked_step, self.shown_at = step, time.monotonic()
+        return total / max(self.count, 1)
 
 
 def _evaluate(model: nn.Module, evaluate) -> dict[str, float]:

@@ -193,7 +193,7 @@ def temperature_explorer(scores: tuple[float, ...] = (2.0, 4.0, 4.0, 1.0, -1.0))
 
 def alignment_explorer(models: dict, examples: list[str], source_vocab, target_vocab) -> Explorer:
     """Chapter 05's explorer: pick (or type) a date and a trained model; see its alignment."""
-    from attnlib.seq2seq import translate  # widgets sit on top; import models only when used
+    from attnlib.tasks.dates import translate  # widgets sit on top; import tasks only when used
 
     if not models or not examples:
         raise ValueError("alignment_explorer needs at least one model and one example")

@@ -1,6 +1,7 @@
 """Time attnlib's multi-head attention against direct SDPA and torch.nn.MultiheadAttention.
 
-Four ways to compute the same self-attention, in eval mode under ``torch.inference_mode``:
+Four ways to compute the same self-attention, in eval mode under ``torch.inference_mode``,
+each timed as a whole forward pass, input checks included:
 
 (a) ``MultiHeadAttention`` from scratch (``fused=False``): scores, masked softmax, weights @ V;
 (b) ``MultiHeadAttention`` fused (``fused=True``): ``F.scaled_dot_product_attention`` inside;
@@ -8,12 +9,17 @@ Four ways to compute the same self-attention, in eval mode under ``torch.inferen
     SDPA, merge, output projection, i.e. (b) without attnlib's checks and wrappers;
 (d) ``torch.nn.MultiheadAttention`` holding the same weights.
 
+A second table prices the input checks of a whole from-scratch forward with a padding
+``key_mask``: ``forward`` (checks once, then the kernels) and the pre-issue-8 chain, where
+``attend``, the score and ``masked_softmax`` checked again (five more NaN scans, two more mask
+checks, reproduced here with the library's own check functions), each over
+``forward_prepared`` (no checks at all) on the same input.
+
 Times are medians over rounds of ``torch.utils.benchmark.Timer`` samples (the timer
 synchronises CUDA); the variants are interleaved within each round so that load from elsewhere
-hits them alike, and each ratio is the median over rounds of that round's time over (c)'s.
-"checks ms" is attnlib's input checks alone (``_check_inputs``); "isnan ms" one NaN scan.
-The last line says OK when the fused path is within 1.2x of direct SDPA at every size, else
-FAIL; the script exits 0 either way.
+hits them alike, and each ratio is the median over rounds of that round's time over the
+baseline's. The last line says OK when the fused path is within 1.2x of direct SDPA at every
+size, else FAIL; the script exits 0 either way.
 
     python benchmarks/attention.py [--device cpu] [--repeats 15] [--threads N] [--quick]
 """
@@ -30,14 +36,17 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils import benchmark
 
+from attnlib._checks import check_mask, check_tensor
 from attnlib.attention import MultiHeadAttention
 from attnlib.config import choose_device
+from attnlib.masks import padding_mask
 
 # (batch, seq, d_model, heads)
 FULL_SIZES = [(8, 128, 256, 8), (4, 512, 512, 8), (2, 1024, 512, 8)]
 QUICK_SIZES = [(4, 64, 128, 4), (2, 256, 256, 8)]
 THRESHOLD = 1.2
 VARIANTS = ("scratch", "fused", "direct", "torch")
+CHECK_VARIANTS = ("prepared", "checked", "before")
 
 
 def direct_sdpa(mha: MultiHeadAttention) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -72,12 +81,46 @@ def build(size: tuple[int, int, int, int], device: torch.device) -> dict[str, Ca
         "fused": lambda: ours(x, fused=True)[0],
         "direct": lambda: direct(x),
         "torch": lambda: theirs(x, x, x, need_weights=False)[0],
-        "checks": lambda: ours._check_inputs(x, x, x),
-        "isnan": lambda: bool(torch.isnan(x).any()),
     }
     reference = calls["direct"]()
     for name in ("scratch", "fused", "torch"):
         torch.testing.assert_close(calls[name](), reference, rtol=1e-4, atol=1e-4, msg=name)
+    return calls
+
+
+def build_checks(size: tuple[int, int, int, int], device: torch.device) -> dict[str, Callable]:
+    """Whole from-scratch forwards with a padding key mask: unchecked, checked, checked as before.
+
+    Before issue 8, ``forward`` checked its inputs and mask, then ``attend`` scanned the three
+    head tensors, the score scanned queries and keys again, and ``attend`` and
+    ``masked_softmax`` each checked the mask again. ``before`` adds exactly those checks,
+    made with the library's check functions on tensors of the heads' shape, to ``forward``.
+    """
+    batch, seq, d_model, heads = size
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(d_model, heads).to(device).eval()
+    x = torch.randn(batch, seq, d_model, device=device)
+    lengths = torch.randint(seq // 2, seq + 1, (batch,), device=device)
+    key_mask = padding_mask(lengths, seq).squeeze(1)  # (batch, seq)
+    prepared = ours.prepare_mask(None, key_mask, batch, seq, seq)  # (batch, 1, 1, seq)
+    q = k = v = ours.split_heads(x)  # (batch, heads, seq, head_dim): the tensors attend scanned
+    weights_shape = (batch, heads, seq, seq)
+
+    def before() -> torch.Tensor:
+        out = ours(x, key_mask=key_mask)[0]
+        for name, tensor in (("queries", q), ("keys", k), ("values", v), ("queries", q)):
+            check_tensor(name, tensor)
+        check_tensor("keys", k)
+        check_mask(prepared, weights_shape, "attention weights")
+        check_mask(prepared.expand(weights_shape), weights_shape, "scores")
+        return out
+
+    calls = {
+        "prepared": lambda: ours.forward_prepared(x, x, x, prepared)[0],
+        "checked": lambda: ours(x, key_mask=key_mask)[0],
+        "before": before,
+    }
+    torch.testing.assert_close(calls["checked"](), calls["prepared"](), rtol=0, atol=0)
     return calls
 
 
@@ -106,16 +149,68 @@ def measure(calls: dict[str, Callable], rounds: int, target_s: float) -> dict[st
     return samples
 
 
-def summarise(samples: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float]]:
-    """Median ms per variant, and the median over rounds of each variant's time / direct's."""
+def summarise(
+    samples: dict[str, list[float]], baseline: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median ms per variant, and the median over rounds of each variant's time / baseline's."""
     ms = {name: 1e3 * statistics.median(values) for name, values in samples.items()}
     ratios = {
         name: statistics.median(
-            mine / direct for mine, direct in zip(samples[name], samples["direct"], strict=True)
+            mine / base for mine, base in zip(samples[name], samples[baseline], strict=True)
         )
         for name in samples
     }
     return ms, ratios
+
+
+def _size_columns(size: tuple[int, int, int, int]) -> str:
+    return " ".join(f"{n:>{w}}" for n, w in zip(size, (5, 5, 7, 5), strict=True))
+
+
+def print_paths(sizes, device: torch.device, rounds: int, target_s: float) -> float:
+    """The table of the four paths; returns the worst fused/direct ratio."""
+    header = (
+        f"{'batch':>5} {'seq':>5} {'d_model':>7} {'heads':>5} | "
+        + " ".join(f"{name + ' ms':>10}" for name in VARIANTS)
+        + " | "
+        + " ".join(f"{name + '/dir':>11}" for name in VARIANTS if name != "direct")
+    )
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    for size in sizes:
+        ms, ratios = summarise(measure(build(size, device), rounds, target_s), "direct")
+        worst = max(worst, ratios["fused"])
+        print(
+            _size_columns(size)
+            + " | "
+            + " ".join(f"{ms[name]:>10.3f}" for name in VARIANTS)
+            + " | "
+            + " ".join(f"{ratios[name]:>10.2f}x" for name in VARIANTS if name != "direct")
+        )
+    return worst
+
+
+def print_checks(sizes, device: torch.device, rounds: int, target_s: float) -> None:
+    """The table of what input checks cost a whole from-scratch forward, now and before."""
+    print("\ninput checks in a whole from-scratch forward with a padding key_mask:")
+    print("  prepared = forward_prepared (no checks); checked = forward (checks once, now);")
+    print("  before = forward + the checks the pre-issue-8 chain repeated (5 NaN scans, 2 masks)")
+    header = (
+        f"{'batch':>5} {'seq':>5} {'d_model':>7} {'heads':>5} | "
+        + " ".join(f"{name + ' ms':>11}" for name in CHECK_VARIANTS)
+        + f" | {'checked/prep':>12} {'before/prep':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        ms, ratios = summarise(measure(build_checks(size, device), rounds, target_s), "prepared")
+        print(
+            _size_columns(size)
+            + " | "
+            + " ".join(f"{ms[name]:>11.3f}" for name in CHECK_VARIANTS)
+            + f" | {ratios['checked']:>11.3f}x {ratios['before']:>10.3f}x"
+        )
 
 
 def main() -> None:
@@ -135,31 +230,12 @@ def main() -> None:
         f"device: {device}"
         + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
         + f" | torch {torch.__version__} | threads {torch.get_num_threads()}"
-        + f" | rounds {args.repeats} | float32, eval, inference_mode, no mask"
+        + f" | rounds {args.repeats} | float32, eval, inference_mode, whole forward"
         + f" | load average {os.getloadavg()[0]:.2f}"
     )
-    header = (
-        f"{'batch':>5} {'seq':>5} {'d_model':>7} {'heads':>5} | "
-        + " ".join(f"{name + ' ms':>10}" for name in VARIANTS)
-        + " | "
-        + " ".join(f"{name + '/dir':>11}" for name in VARIANTS if name != "direct")
-        + f" | {'checks ms':>9} {'isnan ms':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    worst = 0.0
     with torch.inference_mode():
-        for size in sizes:
-            ms, ratios = summarise(measure(build(size, device), args.repeats, target_s))
-            worst = max(worst, ratios["fused"])
-            print(
-                " ".join(f"{n:>{w}}" for n, w in zip(size, (5, 5, 7, 5), strict=True))
-                + " | "
-                + " ".join(f"{ms[name]:>10.3f}" for name in VARIANTS)
-                + " | "
-                + " ".join(f"{ratios[name]:>10.2f}x" for name in VARIANTS if name != "direct")
-                + f" | {ms['checks']:>9.3f} {ms['isnan']:>8.3f}"
-            )
+        worst = print_paths(sizes, device, args.repeats, target_s)
+        print_checks(sizes, device, args.repeats, target_s)
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (CPU timings are noisy under load)")
     verdict = "OK" if worst <= THRESHOLD else "FAIL"
     print(

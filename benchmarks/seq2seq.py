@@ -18,11 +18,11 @@ import torch
 
 from attnlib import seed_everything
 from attnlib.data.text import make_batches
-from attnlib.date_task import DateTaskConfig, new_model, prepare
-from attnlib.seq2seq import count_parameters, exact_match, predict
+from attnlib.seq2seq import MODEL_KINDS, count_parameters
+from attnlib.tasks.dates import DateTaskConfig, exact_match, new_model, predict, prepare
 from attnlib.training import fit
 
-KINDS = ("none", "bahdanau", "luong-dot", "luong-general", "luong-concat")
+KINDS = MODEL_KINDS
 
 
 def chunked_batches(task, chunk: int):
@@ -60,6 +60,7 @@ def run(kind: str, task, chunk: int, max_examples: int, target: float) -> dict[s
     history = fit(
         model,
         chunked_batches(task, chunk),
+        task.loss,
         epochs=max(1, max_examples // chunk),
         lr=task.config.lr,
         evaluate=evaluate,

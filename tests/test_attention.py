@@ -1,5 +1,7 @@
 """attend and MultiHeadAttention against the NumPy oracle, SDPA and nn.MultiheadAttention."""
 
+from unittest import mock
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -103,14 +105,28 @@ def _torch_masks(kind: str, batch: int, n_q: int, n_k: int) -> dict:
     return masks
 
 
-def _run_both(shape, kind, fused, average=False):
+def _our_masks(kind: str, batch: int, n_q: int, n_k: int, via: str) -> dict:
+    """Our masks as MultiHeadAttention's arguments: one combined ``mask``, or padding apart."""
+    if via == "mask":
+        return {"mask": _mask(kind, batch, n_q, n_k)}
+    masks = {}
+    if kind in ("padding", "both"):
+        masks["key_mask"] = padding_mask(_lengths(batch, n_k), n_k).squeeze(1)
+    if kind in ("causal", "both"):
+        masks["mask"] = causal_mask(n_q, n_k)
+    return masks
+
+
+def _run_both(shape, kind, fused, average=False, via="mask"):
     batch, n_q, n_k, d_model, heads = shape
     ours, theirs = _pair(d_model, heads)
     query, key = _randn(batch, n_q, d_model, seed=10), _randn(batch, n_k, d_model, seed=11)
     value = _randn(batch, n_k, d_model, seed=12)
     mask = _mask(kind, batch, n_q, n_k)
     with torch.no_grad():
-        out, weights = ours(query, key, value, mask=mask, fused=fused)
+        out, weights = ours(
+            query, key, value, fused=fused, **_our_masks(kind, batch, n_q, n_k, via)
+        )
         expected, expected_w = theirs(
             query,
             key,
@@ -128,17 +144,19 @@ def _cases():
     return cases + [(CROSS_SHORTER_KEYS, "none"), (CROSS_SHORTER_KEYS, "padding")]
 
 
+@pytest.mark.parametrize("via", ["mask", "key_mask"])
 @pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
 @pytest.mark.parametrize(("shape", "kind"), _cases())
-def test_mha_output_equals_torch(shape, kind, fused):
-    out, _, expected, _, rows = _run_both(shape, kind, fused)
+def test_mha_output_equals_torch(shape, kind, fused, via):
+    out, _, expected, _, rows = _run_both(shape, kind, fused, via=via)
     assert out.shape == expected.shape
     torch.testing.assert_close(out[rows], expected[rows], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("via", ["mask", "key_mask"])
 @pytest.mark.parametrize(("shape", "kind"), _cases())
-def test_mha_per_head_weights_equal_torch(shape, kind):
-    _, weights, _, expected_w, rows = _run_both(shape, kind, fused=False)
+def test_mha_per_head_weights_equal_torch(shape, kind, via):
+    _, weights, _, expected_w, rows = _run_both(shape, kind, fused=False, via=via)
     assert weights.shape == expected_w.shape == (shape[0], shape[4], shape[1], shape[2])
     head_rows = rows.unsqueeze(1).expand(-1, shape[4], -1)
     torch.testing.assert_close(weights[head_rows], expected_w[head_rows], rtol=1e-5, atol=1e-5)
@@ -193,3 +211,107 @@ def test_mha_without_bias_equals_torch(fused):
     with torch.no_grad():
         out, expected = ours(x, fused=fused)[0], theirs(x, x, x, need_weights=False)[0]
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+# --- MultiHeadAttention's masks: one way in for padding, the same masks on both paths ---------
+
+
+def test_prepare_mask_gives_one_four_dimensional_boolean_mask():
+    mha = MultiHeadAttention(8, 2)
+    key_mask = padding_mask([3, 1], 3).squeeze(1)  # (batch=2, n_keys=3)
+    prepared = mha.prepare_mask(causal_mask(3), key_mask, batch=2, n_queries=3, n_keys=3)
+    assert prepared.shape == (2, 1, 3, 3) and prepared.dtype == torch.bool
+    # Query 2 of the second sequence sees key 0 only: causal AND padding.
+    assert prepared[1, 0, 2].tolist() == [True, False, False]
+    assert mha.prepare_mask(None, None, 2, 3, 3) is None
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+def test_forward_prepared_equals_forward(fused):
+    mha = MultiHeadAttention(8, 2).eval()
+    x, key_mask = _randn(2, 4, 8, seed=20), padding_mask([4, 2], 4).squeeze(1)
+    prepared = mha.prepare_mask(None, key_mask, 2, 4, 4)
+    with torch.no_grad():
+        expected = mha(x, key_mask=key_mask, fused=fused)[0]
+        out = mha.forward_prepared(x, x, x, prepared, fused)[0]
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+def test_key_mask_equals_the_same_padding_as_a_three_dimensional_mask():
+    mha = MultiHeadAttention(8, 2).eval()
+    x, lengths = _randn(3, 5, 8, seed=21), [5, 2, 4]
+    with torch.no_grad():
+        by_key = mha(x, key_mask=padding_mask(lengths, 5).squeeze(1))
+        by_mask = mha(x, mask=padding_mask(lengths, 5))
+    torch.testing.assert_close(by_key[1], by_mask[1], rtol=0, atol=0)
+    assert by_key[1][1, :, :, 2:].abs().sum().item() == 0.0
+
+
+def test_two_dimensional_mask_is_always_queries_by_keys():
+    # batch == n_queries: a (batch, n_keys) padding mask would fit, but is not guessed at.
+    mha = MultiHeadAttention(8, 2).eval()
+    x = _randn(3, 3, 8, seed=22)
+    mask = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
+    with torch.no_grad():
+        _, weights = mha(x, mask=mask)
+    assert weights[0, 0, 0].tolist() == pytest.approx([1.0, 0.0, 0.0])  # row 0 of the mask
+    assert weights[2, 1, 0].tolist() == pytest.approx([1.0, 0.0, 0.0])  # same row, batch 2
+
+
+# Masks of every dimensionality (and broadcast axes) that both paths must accept alike.
+ACCEPTED_MASKS = {
+    "2-D (n_q, n_k)": torch.ones(4, 5, dtype=torch.bool).tril(),
+    "2-D (1, n_k)": torch.tensor([[True, True, False, True, False]]),
+    "3-D (batch, 1, n_k)": padding_mask([5, 2], 5),
+    "3-D (batch, n_q, n_k)": padding_mask([5, 0], 5).expand(2, 4, 5),
+    "4-D (batch, heads, n_q, n_k)": torch.rand(
+        2, 2, 4, 5, generator=torch.Generator().manual_seed(0)
+    )
+    > 0.3,
+    "4-D (1, 1, 1, 1)": torch.ones(1, 1, 1, 1, dtype=torch.bool),
+}
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED_MASKS))
+def test_both_paths_accept_the_same_masks_and_agree(name):
+    torch.manual_seed(2)
+    mha = MultiHeadAttention(8, 2).eval()
+    query, key = _randn(2, 4, 8, seed=23), _randn(2, 5, 8, seed=24)
+    with torch.no_grad():
+        scratch = mha(query, key, mask=ACCEPTED_MASKS[name])[0]
+        fused = mha(query, key, mask=ACCEPTED_MASKS[name], fused=True)[0]
+    assert not fused.isnan().any()
+    torch.testing.assert_close(fused, scratch, rtol=1e-5, atol=1e-5)
+
+
+# --- inputs are checked once, at the public entry ---------------------------------------------
+
+
+def _nan_scans(call) -> int:
+    """How many times ``call()`` scans a tensor for NaN (each scan is a host sync on a GPU)."""
+    real, calls = torch.isnan, []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    with mock.patch("torch.isnan", counting), torch.no_grad():
+        call()
+    return len(calls)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+def test_mha_scans_each_distinct_input_once(fused):
+    mha = MultiHeadAttention(8, 2).eval()
+    x, y = _randn(2, 4, 8, seed=30), _randn(2, 5, 8, seed=31)
+    key_mask = padding_mask([5, 3], 5).squeeze(1)
+    assert _nan_scans(lambda: mha(x, mask=padding_mask([4, 2], 4), fused=fused)) == 1
+    assert _nan_scans(lambda: mha(x, y, key_mask=key_mask, fused=fused)) == 2  # query, key=value
+    prepared = mha.prepare_mask(None, key_mask, 2, 4, 5)
+    assert _nan_scans(lambda: mha.forward_prepared(x, y, y, prepared, fused)) == 0
+
+
+def test_attend_scans_queries_keys_values_once_each():
+    q, k, v = _randn(2, 3, 4, seed=32), _randn(2, 5, 4, seed=33), _randn(2, 5, 2, seed=34)
+    assert _nan_scans(lambda: attend(q, k, v, padding_mask([5, 2], 5))) == 3
+    assert _nan_scans(lambda: attend(q, k, v, score="dot")) == 3

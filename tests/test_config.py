@@ -1,9 +1,17 @@
 """Run-wide settings: quick mode from the environment, seeding, device choice."""
 
+import numpy as np
 import pytest
 import torch
 
-from attnlib.config import QUICK_ENV, choose_device, describe_mode, quick_mode, seed_everything
+from attnlib.config import (
+    QUICK_ENV,
+    choose_device,
+    describe_mode,
+    quick_mode,
+    seed_everything,
+    setup_notebook,
+)
 
 
 @pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
@@ -55,3 +63,30 @@ def test_choose_cuda_without_gpu_raises():
         pytest.skip("CUDA is available here")
     with pytest.raises(RuntimeError, match="device 'cuda' was asked for but torch sees no CUDA"):
         choose_device("cuda")
+
+
+@pytest.fixture
+def restore_print_options():
+    numpy_options, threads = np.get_printoptions(), torch.get_num_threads()
+    yield
+    np.set_printoptions(**numpy_options)
+    torch.set_printoptions(profile="default")
+    torch.set_num_threads(threads)
+
+
+def test_setup_notebook_seeds_fixes_threads_and_print_options(monkeypatch, restore_print_options):
+    monkeypatch.delenv(QUICK_ENV, raising=False)
+    line = setup_notebook(seed=3, threads=1, precision=2)
+    first = torch.rand(1).item()
+    assert line.endswith("default configuration, seed 3, 1 thread")
+    assert torch.get_num_threads() == 1
+    assert np.array2string(np.array([1 / 3, 1e-9, 0.5])) == "[0.33 0.00 0.50]"
+    assert np.array2string(np.array([2.0, -1.0])) == "[ 2. -1.]"
+    assert str(torch.tensor([1 / 3])) == "tensor([0.33])"
+    setup_notebook(seed=3, threads=1, precision=2)
+    assert torch.rand(1).item() == first
+
+
+def test_setup_notebook_names_quick_mode(monkeypatch, restore_print_options):
+    monkeypatch.setenv(QUICK_ENV, "1")
+    assert "quick mode (ATTNLIB_QUICK=1)" in setup_notebook(threads=1)

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
+import torch.nn.functional as F
 
 from attnlib import seed_everything
-from attnlib.date_task import DateTaskConfig, accuracy_by_length, new_model, prepare, train
+from attnlib.data.text import CharVocab, make_batches
+from attnlib.seq2seq import build_model
+from attnlib.tasks.dates import (
+    DateTaskConfig,
+    accuracy_by_length,
+    exact_match,
+    new_model,
+    prepare,
+    teacher_forcing_loss,
+    train,
+)
 from attnlib.widgets import alignment_explorer
 
 TINY = DateTaskConfig(n_train=64, n_valid=16, n_test=16, epochs=1, hidden_size=16)
@@ -60,3 +74,47 @@ def test_new_model_passes_options_to_build_model():
     without = new_model("luong-general", task, input_feeding=False)
     assert with_feeding.decoder.input_feeding and not without.decoder.input_feeding
     assert without.decoder.cell.weight_ih.shape == (3 * 16, 32)
+
+
+def test_exact_match_counts_identical_strings():
+    assert exact_match(["2026-11-21", "2026-11-22"], ["2026-11-21", "2026-11-21"]) == 0.5
+
+
+def test_teacher_forcing_loss_skips_the_targets_padding():
+    seed_everything(0)
+    source, target = CharVocab("abc"), CharVocab("xyz")
+    batch = make_batches([("ab", "x"), ("abc", "xyz")], source, target, batch_size=2)[0]
+    model = build_model("none", source, target, embedding_dim=4, hidden_size=8)
+    logits, _ = model(batch.source, batch.source_lengths, batch.target_in)
+    real = batch.target_out != target.pad_id  # (2, 4): 2 and 4 real positions
+    assert int(real.sum()) == 6
+    expected = F.cross_entropy(logits[real], batch.target_out[real])
+    loss = teacher_forcing_loss(model, batch, target.pad_id)
+    assert loss.item() == pytest.approx(expected.item())
+
+
+def test_task_loss_uses_the_target_vocabularys_pad_id():
+    seed_everything(0)
+    task = prepare(TINY)
+    model, batch = new_model("none", task), task.valid_batches[0]
+    expected = teacher_forcing_loss(model, batch, task.target_vocab.pad_id)
+    assert task.loss(model, batch).item() == pytest.approx(expected.item())
+
+
+def test_nothing_below_tasks_imports_a_task():
+    package = Path(__file__).resolve().parents[1] / "attnlib"
+    on_top = {"tasks", "widgets.py", "plots.py", "live"}
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.relative_to(package).parts[0] in on_top:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                names = [alias.name for alias in getattr(node, "names", [])]
+            if isinstance(node, ast.Import | ast.ImportFrom) and any(
+                name.startswith("attnlib.tasks") for name in names
+            ):
+                offenders.append(str(path.relative_to(package)))
+    assert offenders == []

@@ -96,8 +96,15 @@ def test_mha_nan_in_input():
 
 
 def test_attend_unknown_score_name():
-    with pytest.raises(ValueError, match="unknown score 'cosine'; choose 'dot' or 'scaled_dot'"):
+    message = "unknown score 'cosine'; choose one of dot, scaled_dot, general, additive"
+    with pytest.raises(ValueError, match=message):
         attend(*_qkv(), score="cosine")
+
+
+def test_attend_learned_score_by_name_needs_building():
+    message = "score 'general' learns parameters: build it once with attnlib.scores.make_score"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        attend(*_qkv(), score="general")
 
 
 def test_make_score_unknown_name():
@@ -132,10 +139,75 @@ def test_mha_batch_mismatch_between_query_and_key():
         MultiHeadAttention(8, 2)(torch.randn(2, 4, 8), torch.randn(3, 5, 8))
 
 
-def test_mha_mask_with_wrong_key_count():
-    message = "mask of shape (2, 1, 1, 6) does not broadcast to the (batch, heads"
-    with pytest.raises(ValueError, match=re.escape(message)):
-        MultiHeadAttention(8, 2)(torch.randn(2, 4, 8), mask=padding_mask([6, 2], 6))
+# Every mask MultiHeadAttention refuses, with its message: the same on both paths.
+MHA_MASK_REFUSALS = {
+    "wrong key count": (
+        {"mask": padding_mask([6, 2], 6)},
+        ValueError,
+        "mask of shape (2, 1, 6) does not fit (batch, n_queries, n_keys) = (2, 4, 4)",
+    ),
+    "padding mask as a 2-D mask": (
+        {"mask": torch.ones(2, 4, dtype=torch.bool)},
+        ValueError,
+        "mask of shape (2, 4) does not fit (n_queries, n_keys) = (3, 4); a 2-D mask is always "
+        "(n_queries, n_keys): pass a (batch, n_keys) padding mask as key_mask",
+    ),
+    "1-D mask": (
+        {"mask": torch.ones(4, dtype=torch.bool)},
+        ValueError,
+        "mask must be (n_queries, n_keys), (batch, n_queries, n_keys) or (batch, heads, "
+        "n_queries, n_keys), got shape (4,); a padding mask of shape (batch, n_keys) goes in "
+        "key_mask",
+    ),
+    "0-d mask": (
+        {"mask": torch.tensor(True)},
+        ValueError,
+        "mask must be (n_queries, n_keys), (batch, n_queries, n_keys) or (batch, heads, "
+        "n_queries, n_keys), got shape ()",
+    ),
+    "5-D mask": (
+        {"mask": torch.ones(1, 2, 2, 3, 4, dtype=torch.bool)},
+        ValueError,
+        "got shape (1, 2, 2, 3, 4)",
+    ),
+    "wrong head count": (
+        {"mask": torch.ones(2, 3, 3, 4, dtype=torch.bool)},
+        ValueError,
+        "mask of shape (2, 3, 3, 4) does not fit (batch, heads, n_queries, n_keys) = (2, 2, 3, 4)",
+    ),
+    "float mask": (
+        {"mask": torch.ones(3, 4)},
+        TypeError,
+        "mask must be boolean (True = may attend), got dtype torch.float32",
+    ),
+    "list mask": ({"mask": [[True] * 4] * 3}, TypeError, "mask must be a torch.Tensor, got list"),
+    "key mask with a query axis": (
+        {"key_mask": padding_mask([4, 2], 4)},
+        ValueError,
+        "key_mask must be (batch, n_keys) = (2, 4), got shape (2, 1, 4)",
+    ),
+    "key mask of the wrong length": (
+        {"key_mask": torch.ones(2, 3, dtype=torch.bool)},
+        ValueError,
+        "key_mask must be (batch, n_keys) = (2, 4), got shape (2, 3)",
+    ),
+    "integer key mask": (
+        {"key_mask": torch.ones(2, 4, dtype=torch.int64)},
+        TypeError,
+        "key_mask must be boolean (True = a real key that may be attended), got dtype torch.int64",
+    ),
+}
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+@pytest.mark.parametrize("case", list(MHA_MASK_REFUSALS))
+def test_mha_refuses_masks_alike_on_both_paths(case, fused):
+    masks, error, message = MHA_MASK_REFUSALS[case]
+    query, key = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    if case == "wrong key count":
+        query = key = torch.randn(2, 4, 8)
+    with pytest.raises(error, match=re.escape(message)):
+        MultiHeadAttention(8, 2)(query, key, fused=fused, **masks)
 
 
 def test_padding_mask_length_longer_than_max_len():

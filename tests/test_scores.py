@@ -7,10 +7,12 @@ import torch
 
 from attnlib.reference import worked_example
 from attnlib.scores import (
+    SCORES,
     AdditiveScore,
     GeneralScore,
     dot_score,
     make_score,
+    resolve_score,
     scaled_dot_score,
 )
 
@@ -72,3 +74,24 @@ def test_additive_matches_hand_computation_for_one_pair():
 
 def test_make_score_additive_hidden_defaults_to_d_query():
     assert make_score("additive", d_query=6, d_key=4).vector.in_features == 6
+
+
+def test_one_registry_with_one_name_per_score():
+    assert list(SCORES) == ["dot", "scaled_dot", "general", "additive"]
+    for name, kind in SCORES.items():
+        assert type(make_score(name, d_query=4, d_key=4)) is kind
+
+
+@pytest.mark.parametrize("name", ["dot", "scaled_dot"])
+def test_named_parameter_free_scores_resolve_to_one_shared_module(name):
+    assert resolve_score(name) is resolve_score(name)
+    queries, keys = _batched()
+    expected = {"dot": dot_score, "scaled_dot": scaled_dot_score}[name](queries, keys)
+    torch.testing.assert_close(resolve_score(name)(queries, keys), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["dot", "scaled_dot", "general", "additive"])
+def test_unchecked_score_equals_the_checked_one(name):
+    queries, keys = _batched()
+    score = make_score(name, d_query=8, d_key=8, d_hidden=6).double()
+    torch.testing.assert_close(score.unchecked(queries, keys), score(queries, keys), rtol=0, atol=0)

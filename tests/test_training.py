@@ -10,7 +10,10 @@ from attnlib import seed_everything
 from attnlib.data.dates import make_splits
 from attnlib.data.text import CharVocab, make_batches
 from attnlib.seq2seq import build_model
+from attnlib.tasks.dates import teacher_forcing_loss
 from attnlib.training import fit, load_checkpoint, save_checkpoint
+
+SOURCE, TARGET = CharVocab("abcdefgh"), CharVocab("abcdef")  # 12 and 10 symbols
 
 
 def tiny_task():
@@ -21,11 +24,16 @@ def tiny_task():
     return source_vocab, target_vocab, batches
 
 
+def loss(model: nn.Module, batch) -> torch.Tensor:
+    """The date task's loss, padding skipped (the target vocabulary's pad id)."""
+    return teacher_forcing_loss(model, batch, TARGET.pad_id)
+
+
 def test_fit_lowers_the_loss_and_records_history():
     seed_everything(0)
     source_vocab, target_vocab, batches = tiny_task()
-    model = build_model("bahdanau", len(source_vocab), len(target_vocab), 8, 16, 8)
-    history = fit(model, batches, epochs=3, lr=1e-2, progress=False, device="cpu")
+    model = build_model("bahdanau", source_vocab, target_vocab, 8, 16, 8)
+    history = fit(model, batches, loss, epochs=3, lr=1e-2, progress=False, device="cpu")
     assert history.epochs == 3 and history.steps == 12
     assert history.train_loss[-1] < history.train_loss[0]
     assert len(history.seconds) == 3 and history.seconds[0] > 0
@@ -33,17 +41,20 @@ def test_fit_lowers_the_loss_and_records_history():
 
 def test_schedule_multiplies_the_learning_rate_each_step():
     source_vocab, target_vocab, batches = tiny_task()
-    model = build_model("none", len(source_vocab), len(target_vocab), 8, 16)
-    history = fit(model, batches, epochs=1, lr=0.1, schedule=lambda step: 0.5**step, progress=False)
+    model = build_model("none", source_vocab, target_vocab, 8, 16)
+    history = fit(
+        model, batches, loss, epochs=1, lr=0.1, schedule=lambda step: 0.5**step, progress=False
+    )
     assert history.learning_rate == [pytest.approx(0.1 * 0.5**4)]
 
 
 def test_stop_when_ends_training_early():
     source_vocab, target_vocab, batches = tiny_task()
-    model = build_model("none", len(source_vocab), len(target_vocab), 8, 16)
+    model = build_model("none", source_vocab, target_vocab, 8, 16)
     history = fit(
         model,
         batches,
+        loss,
         epochs=5,
         evaluate=lambda m: {"score": 1.0},
         stop_when=lambda metrics: metrics["score"] >= 1.0,
@@ -55,14 +66,14 @@ def test_stop_when_ends_training_early():
 
 def test_fit_rejects_zero_epochs():
     with pytest.raises(ValueError, match="epochs must be positive, got 0"):
-        fit(nn.Linear(1, 1), [], epochs=0)
+        fit(nn.Linear(1, 1), [], loss, epochs=0)
 
 
 def test_checkpoint_round_trip(tmp_path):
     seed_everything(0)
-    model = build_model("luong-general", 12, 10, 8, 16)
+    model = build_model("luong-general", SOURCE, TARGET, 8, 16)
     path = save_checkpoint(tmp_path / "model.pt", model, note="hello", epochs=3)
-    restored = build_model("luong-general", 12, 10, 8, 16)
+    restored = build_model("luong-general", SOURCE, TARGET, 8, 16)
     extra = load_checkpoint(path, restored)
     assert extra == {"note": "hello", "epochs": 3}
     for name, tensor in model.state_dict().items():
@@ -71,16 +82,45 @@ def test_checkpoint_round_trip(tmp_path):
 
 
 def test_checkpoint_of_another_model_is_refused_with_names(tmp_path):
-    path = save_checkpoint(tmp_path / "model.pt", build_model("bahdanau", 12, 10, 8, 16))
+    path = save_checkpoint(tmp_path / "model.pt", build_model("bahdanau", SOURCE, TARGET, 8, 16))
     with pytest.raises(ValueError, match="does not match the model") as error:
-        load_checkpoint(path, build_model("bahdanau", 12, 10, 8, 32))
+        load_checkpoint(path, build_model("bahdanau", SOURCE, TARGET, 8, 32))
     assert "shape mismatch: decoder.cell.bias_hh" in str(error.value)
     with pytest.raises(ValueError, match="missing from checkpoint: decoder.combine.weight"):
-        load_checkpoint(path, build_model("luong-dot", 12, 10, 8, 16))
+        load_checkpoint(path, build_model("luong-dot", SOURCE, TARGET, 8, 16))
 
 
 def test_fit_writes_a_checkpoint(tmp_path):
     source_vocab, target_vocab, batches = tiny_task()
-    model = build_model("none", len(source_vocab), len(target_vocab), 8, 16)
-    fit(model, batches, epochs=1, progress=False, checkpoint_path=tmp_path / "last.pt")
+    model = build_model("none", source_vocab, target_vocab, 8, 16)
+    fit(model, batches, loss, epochs=1, progress=False, checkpoint_path=tmp_path / "last.pt")
     assert load_checkpoint(tmp_path / "last.pt", model) == {"epochs": 1}
+
+
+def test_max_steps_ends_training_mid_epoch():
+    source_vocab, target_vocab, batches = tiny_task()
+    model = build_model("none", source_vocab, target_vocab, 8, 16)
+    history = fit(model, batches, loss, epochs=3, max_steps=6, progress=False)
+    assert (history.steps, history.epochs) == (6, 2)
+
+
+def test_non_finite_loss_is_reported_with_its_step_range():
+    _, _, batches = tiny_task()  # 4 batches an epoch
+    model = nn.Linear(1, 1)
+    calls = iter(range(100))
+
+    def exploding(model: nn.Module, batch) -> torch.Tensor:
+        step = next(calls) + 1
+        value = model.weight.sum() * 0 + (float("inf") if step == 6 else 1.0)
+        return value
+
+    with pytest.raises(FloatingPointError, match=r"loss became (inf|nan) between steps 5 and 8"):
+        fit(model, batches, exploding, epochs=3, progress=False, device="cpu")
+
+
+def test_epoch_loss_is_the_mean_of_the_step_losses():
+    _, _, batches = tiny_task()
+    values = iter([1.0, 2.0, 3.0, 6.0])
+    model = nn.Linear(1, 1)
+    history = fit(model, batches, lambda m, b: m.weight.sum() * 0 + next(values), progress=False)
+    assert history.train_loss == [pytest.approx(3.0)]

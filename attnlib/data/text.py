@@ -13,13 +13,15 @@ SPECIALS = (PAD, SOS, EOS, UNK)
 
 
 class CharVocab:
-    """Characters to ids and back; ids 0-3 are padding, start, end and unknown."""
+    """Characters to ids and back; the special symbols come first, and code that needs their
+    ids reads them here (``pad_id``, ``sos_id``, ``eos_id``, ``unk_id``), never as literals."""
 
     def __init__(self, symbols: Iterable[str]):
         ordered = sorted(set(symbols) - set(SPECIALS))
         self.itos: list[str] = [*SPECIALS, *ordered]
         self.stoi: dict[str, int] = {symbol: index for index, symbol in enumerate(self.itos)}
-        self.pad_id, self.sos_id, self.eos_id, self.unk_id = range(4)
+        self.pad_id, self.sos_id = self.stoi[PAD], self.stoi[SOS]
+        self.eos_id, self.unk_id = self.stoi[EOS], self.stoi[UNK]
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> CharVocab:
@@ -48,9 +50,9 @@ class CharVocab:
 
 
 def pad_sequences(
-    sequences: Sequence[Sequence[int]], pad_id: int = 0
+    sequences: Sequence[Sequence[int]], pad_id: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad id lists to one length: ids (batch, max_len) and lengths (batch,)."""
+    """Right-pad id lists with ``pad_id`` to one length: ids (batch, max_len), lengths (batch,)."""
     if not sequences:
         raise ValueError("pad_sequences needs at least one sequence")
     lengths = torch.tensor([len(sequence) for sequence in sequences])

@@ -1,22 +1,42 @@
-"""Part II's task end to end: date pairs, vocabularies, a model, training and evaluation.
+"""Part II's task end to end: date pairs, vocabularies, a model, its loss, training, prediction
+and evaluation.
 
 Chapters 03-05 and ``benchmarks/seq2seq.py`` share this recipe, so that the models they compare
-differ only in their attention.
+differ only in their attention. Special ids (padding, start, end) come from the vocabularies.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnlib.config import quick_mode
 from attnlib.data.dates import DateSplits, make_splits
 from attnlib.data.text import Batch, CharVocab, make_batches
-from attnlib.seq2seq import Seq2Seq, build_model, count_parameters, exact_match, predict
+from attnlib.seq2seq import Seq2Seq, build_model, count_parameters
 from attnlib.training import History, fit
+
+
+def teacher_forcing_loss(
+    model: nn.Module, batch: Batch, pad_id: int, label_smoothing: float = 0.0
+) -> torch.Tensor:
+    """Cross-entropy of next-symbol predictions given the true previous symbols: a 0-d tensor.
+
+    Logits (batch, target_len, vocab) against ``batch.target_out`` (batch, target_len); padded
+    positions (``pad_id``, the target vocabulary's) do not count.
+    """
+    logits, _ = model(batch.source, batch.source_lengths, batch.target_in)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        batch.target_out.reshape(-1),
+        ignore_index=pad_id,
+        label_smoothing=label_smoothing,
+    )
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,10 @@ class DateTask:
     valid_batches: list[Batch]
     test_batches: list[Batch]
 
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """The task's training loss, :func:`teacher_forcing_loss` with the target's pad id."""
+        return teacher_forcing_loss(model, batch, self.target_vocab.pad_id)
+
     def train_batches(self, epoch: int) -> list[Batch]:
         """Training batches in a fresh, seeded order for each epoch."""
         c = self.config
@@ -84,6 +108,51 @@ def prepare(config: DateTaskConfig | None = None) -> DateTask:
     )
 
 
+def predict(
+    model: Seq2Seq, batches: Iterable[Batch], target_vocab: CharVocab, max_steps: int = 20
+) -> list[str]:
+    """Greedy translations of every batch, as strings, in order."""
+    model.eval()
+    device = next(model.parameters()).device
+    predictions = []
+    for batch in batches:
+        decoded = model.greedy_decode(
+            batch.source.to(device), batch.source_lengths.to(device), max_steps
+        )
+        predictions.extend(target_vocab.decode(row) for row in decoded.tokens.tolist())
+    return predictions
+
+
+def exact_match(predictions: list[str], targets: list[str]) -> float:
+    """Fraction of predictions equal to their target, character for character."""
+    if len(predictions) != len(targets):
+        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
+    if not targets:
+        raise ValueError("exact_match needs at least one target")
+    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
+
+
+def translate(
+    model: Seq2Seq,
+    text: str,
+    source_vocab: CharVocab,
+    target_vocab: CharVocab,
+    max_steps: int = 20,
+) -> tuple[str, torch.Tensor | None]:
+    """Translate one string: the prediction and its alignment (output_len, source_len) or None."""
+    if not text:
+        raise ValueError("translate needs a non-empty text")
+    model.eval()
+    device = next(model.parameters()).device
+    source = torch.tensor([source_vocab.encode(text)], device=device)
+    decoded = model.greedy_decode(source, torch.tensor([len(text)]), max_steps)
+    ids = decoded.tokens[0].tolist()
+    # Keep the steps up to and including the end symbol: they are the rows of the picture.
+    steps = ids.index(target_vocab.eos_id) + 1 if target_vocab.eos_id in ids else len(ids)
+    alignment = decoded.alignments[0, :steps].cpu() if decoded.alignments is not None else None
+    return target_vocab.decode(ids), alignment
+
+
 @dataclass
 class TrainedModel:
     """A trained model with its history, size and training time."""
@@ -106,7 +175,7 @@ def new_model(kind: str, task: DateTask, **options) -> Seq2Seq:
         "hidden_size": c.hidden_size,
         "attention_size": c.attention_size,
     }
-    return build_model(kind, len(task.source_vocab), len(task.target_vocab), **(sizes | options))
+    return build_model(kind, task.source_vocab, task.target_vocab, **(sizes | options))
 
 
 def train(
@@ -131,6 +200,7 @@ def train(
     history = fit(
         model,
         task.train_batches,
+        task.loss,
         epochs=task.config.epochs,
         lr=task.config.lr,
         evaluate=evaluate,
