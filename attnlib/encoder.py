@@ -1,0 +1,306 @@
+"""The Transformer encoder stack and the models built on it, with what they cost.
+
+:class:`TransformerConfig` describes a model; :class:`Encoder` turns token ids ``(batch, seq)``
+into hidden states ``(batch, seq, d_model)``; :class:`SequenceClassifier` and
+:class:`MaskedLanguageModel` put a head on it. Both share one encoder layout, so a pretrained
+MLM's encoder loads into a classifier: ``clf.encoder.load_state_dict(mlm.encoder.state_dict())``.
+Masks are boolean, True = may attend; a ``key_mask`` ``(batch, seq)`` is True at real tokens.
+Inputs are checked once, in :meth:`Encoder.forward`; the layers of
+:mod:`attnlib.transformer` trust it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnlib.transformer import (
+    ACTIVATIONS,
+    EncoderLayer,
+    LearnedPositions,
+    SinusoidalPositions,
+    xavier_init_,
+)
+
+# torch.compiler.is_compiling appeared in torch 2.3; older versions never compile this module.
+_is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)
+
+
+@dataclass
+class TransformerConfig:
+    """Everything needed to rebuild an encoder; ``to_dict`` / ``from_dict`` for checkpoints."""
+
+    vocab_size: int
+    d_model: int = 256
+    num_heads: int = 4
+    num_layers: int = 4
+    d_ff: int = 1024
+    dropout: float = 0.1
+    max_len: int = 512
+    positions: str = "sinusoidal"
+    norm_first: bool = False
+    pad_id: int = 0
+    fused: bool = True
+    activation: str = "relu"
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(
+                f"num_heads={self.num_heads} does not divide d_model={self.d_model}: each head "
+                "needs d_model / num_heads features"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.positions not in ("sinusoidal", "learned"):
+            raise ValueError(
+                f"unknown positions {self.positions!r}; choose 'sinusoidal' or 'learned'"
+            )
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; choose 'relu' or 'gelu'")
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(
+                f"pad_id={self.pad_id} is outside the vocabulary 0..{self.vocab_size - 1}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain types only, so a ``weights_only`` checkpoint can hold it."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TransformerConfig:
+        """Rebuild from :meth:`to_dict`'s output; unknown keys are refused by name."""
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown TransformerConfig keys: {', '.join(unknown)}")
+        return cls(**values)
+
+
+class Encoder(nn.Module):
+    """Token ids -> hidden states: embed x sqrt(d_model), add positions, dropout, N layers.
+
+    With ``norm_first`` a final LayerNorm closes the stack (pre-LN leaves the residual stream
+    unnormalised). Set ``check_ids = False`` to skip the one host sync of a forward pass (the
+    ids-in-vocabulary check) once the data are known to be good, e.g. when training on a GPU.
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.embedding = nn.Embedding(config.vocab_size, d, padding_idx=config.pad_id)
+        positions = SinusoidalPositions if config.positions == "sinusoidal" else LearnedPositions
+        self.positions = positions(d, config.max_len)
+        self.dropout = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(
+                d,
+                config.num_heads,
+                config.d_ff,
+                config.dropout,
+                config.norm_first,
+                config.activation,
+                config.fused,
+            )
+            for _ in range(config.num_layers)
+        )
+        self.final_norm = nn.LayerNorm(d) if config.norm_first else nn.Identity()
+        self.scale = math.sqrt(d)
+        self.check_ids = True
+        xavier_init_(self)
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """ids (batch, seq) -> hidden (batch, seq, d_model), weights (batch, layers, heads,
+        seq, seq) or None. ``key_mask`` (batch, seq) is True at real tokens."""
+        mask4d = self.prepare_inputs(ids, key_mask)
+        x = self.dropout(self.positions(self.embedding(ids) * self.scale))  # (batch, seq, d)
+        all_weights = []
+        for layer in self.layers:
+            x, weights = layer(x, mask4d, need_weights)
+            all_weights.append(weights)
+        x = self.final_norm(x)
+        return x, torch.stack(all_weights, dim=1) if need_weights else None
+
+    def prepare_inputs(
+        self, ids: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> torch.Tensor | None:
+        """Check ids (batch, seq) and key_mask once; return the canonical 4-D mask or None."""
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
+        if ids.dtype not in (torch.long, torch.int32):
+            raise TypeError(f"ids must be integer token ids (torch.long), got dtype {ids.dtype}")
+        if ids.dim() != 2 or ids.shape[1] == 0:
+            raise ValueError(
+                f"ids must be (batch, seq) with seq >= 1, got shape {tuple(ids.shape)}"
+            )
+        batch, seq = ids.shape
+        if seq > self.config.max_len:
+            raise ValueError(
+                f"sequence of {seq} tokens is longer than max_len={self.config.max_len}"
+            )
+        if self.check_ids and not _is_compiling() and ids.numel() > 0:
+            low, high = torch.stack(torch.aminmax(ids)).tolist()  # one host sync, both bounds
+            if low < 0 or high >= self.config.vocab_size:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"token id {bad} is outside the vocabulary 0..{self.config.vocab_size - 1}"
+                )
+        return self.layers[0].attention.prepare_mask(None, key_mask, batch, seq, seq)
+
+
+POOLINGS = ("mean", "first")
+
+
+class SequenceClassifier(nn.Module):
+    """ids (batch, seq) -> logits (batch, num_classes): encoder, pooling, dropout, linear."""
+
+    def __init__(self, config: TransformerConfig, num_classes: int = 2, pooling: str = "mean"):
+        super().__init__()
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be positive, got {num_classes}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {pooling!r}; choose 'mean' or 'first'")
+        self.config, self.pooling = config, pooling
+        self.encoder = Encoder(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.d_model, num_classes)
+        xavier_init_(self.head)
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """ids (batch, seq), key_mask (batch, seq) True at real tokens -> logits (batch,
+        classes), weights (batch, layers, heads, seq, seq) or None."""
+        hidden, weights = self.encoder(ids, key_mask, need_weights)  # (batch, seq, d)
+        return self.head(self.dropout(self.pool(hidden, key_mask))), weights
+
+    def pool(self, hidden: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+        """(batch, seq, d_model) -> (batch, d_model): mean over real tokens, or the first one."""
+        if self.pooling == "first":
+            return hidden[:, 0]
+        if key_mask is None:
+            return hidden.mean(dim=1)
+        weights = key_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+        # clamp: an all-padding row pools to zeros instead of 0/0.
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+
+class MaskedLanguageModel(nn.Module):
+    """ids (batch, seq) -> vocabulary logits: encoder, Linear-GELU-LayerNorm, projection.
+
+    With ``tie_weights`` the projection's weight is the token embedding itself (one tensor,
+    one storage); the projection keeps its own bias.
+    """
+
+    def __init__(self, config: TransformerConfig, tie_weights: bool = True) -> None:
+        super().__init__()
+        self.config, self.tie_weights = config, tie_weights
+        d = config.d_model
+        self.encoder = Encoder(config)
+        self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
+        self.output = nn.Linear(d, config.vocab_size)
+        if tie_weights:
+            self.output.weight = self.encoder.embedding.weight
+        # The encoder comes first in module order, so a tied weight keeps the embedding's init.
+        xavier_init_(self)
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """ids (batch, seq) -> logits (batch, seq, vocab), or (batch, k, vocab) at the
+        ``positions`` (batch, k) of each row, so the other positions skip the projection.
+
+        A fixed k per row keeps every shape static: no host sync, and ``torch.compile`` sees
+        the same graph at every step.
+        """
+        if positions is not None:
+            if not isinstance(positions, torch.Tensor) or positions.dtype not in (
+                torch.long,
+                torch.int32,
+            ):
+                raise TypeError("positions must be an integer tensor (batch, k)")
+            if positions.dim() != 2 or positions.shape[0] != ids.shape[0]:
+                raise ValueError(
+                    f"positions must be (batch, k) with batch={ids.shape[0]}, got shape "
+                    f"{tuple(positions.shape)}"
+                )
+        hidden, _ = self.encoder(ids, key_mask)  # (batch, seq, d)
+        if positions is not None:
+            index = positions.long().unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
+            hidden = hidden.gather(1, index)  # (batch, k, d)
+        return self.output(self.transform(hidden))
+
+
+def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
+    """Number of parameter entries; a tensor shared by two modules (tying) counts once."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+
+
+def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
+    """The encoder's parameters block by block, derived by hand (no module is built)."""
+    d, f = config.d_model, config.d_ff
+    attention = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O, each d x d with a bias
+    feed_forward = d * f + f + f * d + d  # W1 (d x f), b1, W2 (f x d), b2
+    norms = 2 * (2 * d)  # two LayerNorms, a gain and a bias each
+    per_layer = attention + feed_forward + norms
+    return {
+        "embedding": config.vocab_size * d,
+        "positions": config.max_len * d if config.positions == "learned" else 0,
+        "per_layer": per_layer,
+        "layers": config.num_layers * per_layer,
+        "final_norm": 2 * d if config.norm_first else 0,
+    }
+
+
+def parameter_count(
+    config: TransformerConfig, head: str = "none", num_classes: int = 2, tie_weights: bool = True
+) -> int:
+    """Parameters of an encoder (``head="none"``), a classifier or a masked language model."""
+    blocks = parameter_breakdown(config)
+    total = sum(count for name, count in blocks.items() if name != "per_layer")
+    d, vocab = config.d_model, config.vocab_size
+    if head == "classifier":
+        return total + d * num_classes + num_classes
+    if head == "mlm":
+        transform = d * d + d + 2 * d  # Linear and LayerNorm (GELU has none)
+        projection = vocab + (0 if tie_weights else vocab * d)  # bias, and W unless tied
+        return total + transform + projection
+    if head != "none":
+        raise ValueError(f"unknown head {head!r}; choose 'none', 'classifier' or 'mlm'")
+    return total
+
+
+def flops_per_token(config: TransformerConfig, seq_len: int, training: bool = True) -> int:
+    """Matmul FLOPs per token of the encoder stack (a multiply-add counts as 2).
+
+    Per layer: 2 x (4 d^2 + 2 d d_ff) for the projections and the feed-forward, plus
+    2 x 2 x seq x d for the scores Q K^T and the weighted sum of V. The backward pass costs about
+    twice the forward, so training counts 3x. Embeddings, norms, softmax and the head are left
+    out (small beside these for a classifier; an MLM adds 2 d vocab per predicted token).
+    """
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be positive, got {seq_len}")
+    d, f = config.d_model, config.d_ff
+    per_layer = 2 * (4 * d * d + 2 * d * f) + 2 * 2 * seq_len * d
+    forward = config.num_layers * per_layer
+    return 3 * forward if training else forward

@@ -1,0 +1,164 @@
+"""Learning-rate schedules of chapter 12, and checkpoint averaging.
+
+Each schedule is a function ``step -> value`` with ``step`` counted from 0, the way
+``torch.optim.lr_scheduler.LambdaLR`` calls it. ``noam`` returns the learning rate itself (give
+the optimizer ``lr=1.0``); the others return a multiplier of the optimizer's base rate, 1.0 at
+the peak. Formulas that count from 1 use ``step + 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import torch
+
+Schedule = Callable[[int], float]
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+
+
+def _check_warmup(warmup: int, least: int) -> None:
+    if not isinstance(warmup, int) or warmup < least:
+        raise ValueError(f"warmup must be an integer >= {least}, got {warmup!r}")
+
+
+def noam(d_model: int, warmup: int, factor: float = 1.0) -> Schedule:
+    """factor * d_model^-0.5 * min(s^-0.5, s * warmup^-1.5), s = step + 1: the learning rate.
+
+    It rises linearly for ``warmup`` steps, peaks at d_model^-0.5 * warmup^-0.5, then decays as
+    1/sqrt(s).
+    """
+    _check_positive("d_model", d_model)
+    _check_warmup(warmup, 1)
+    _check_positive("factor", factor)
+
+    def rate(step: int) -> float:
+        s = step + 1
+        return factor * d_model**-0.5 * min(s**-0.5, s * warmup**-1.5)
+
+    return rate
+
+
+def exponential_decay(decay_rate: float, decay_steps: int, staircase: bool = False) -> Schedule:
+    """Multiplier decay_rate^(step / decay_steps); floor the exponent with ``staircase``."""
+    if not 0 < decay_rate <= 1:
+        raise ValueError(f"decay_rate must be in (0, 1], got {decay_rate}")
+    _check_positive("decay_steps", decay_steps)
+
+    def multiplier(step: int) -> float:
+        exponent = step / decay_steps
+        return decay_rate ** (math.floor(exponent) if staircase else exponent)
+
+    return multiplier
+
+
+def piecewise_constant(boundaries: Sequence[int], values: Sequence[float]) -> Schedule:
+    """values[i] for boundaries[i-1] <= step < boundaries[i]: values[0] before the first."""
+    if len(values) != len(boundaries) + 1:
+        raise ValueError(
+            f"need one more value than boundaries, got {len(boundaries)} boundaries and "
+            f"{len(values)} values"
+        )
+    if any(later <= earlier for earlier, later in zip(boundaries, boundaries[1:], strict=False)):
+        raise ValueError(f"boundaries must be strictly increasing, got {list(boundaries)}")
+    boundaries, values = list(boundaries), list(values)
+
+    def multiplier(step: int) -> float:
+        for boundary, value in zip(boundaries, values, strict=False):
+            if step < boundary:
+                return value
+        return values[-1]
+
+    return multiplier
+
+
+def polynomial_decay(total_steps: int, power: float = 1.0, final: float = 0.0) -> Schedule:
+    """Multiplier final + (1 - final) * (1 - step / total_steps)^power, then ``final``."""
+    _check_positive("total_steps", total_steps)
+    _check_positive("power", power)
+    _check_fraction("final", final)
+
+    def multiplier(step: int) -> float:
+        remaining = 1 - min(step, total_steps) / total_steps
+        return final + (1 - final) * remaining**power
+
+    return multiplier
+
+
+def cosine_decay(total_steps: int, warmup: int = 0, final: float = 0.0) -> Schedule:
+    """Linear warm-up over ``warmup`` steps to 1, then a half cosine down to ``final``."""
+    _check_positive("total_steps", total_steps)
+    _check_warmup(warmup, 0)
+    _check_fraction("final", final)
+    if warmup >= total_steps:
+        raise ValueError(f"warmup={warmup} leaves no steps to decay in total_steps={total_steps}")
+
+    def multiplier(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / (total_steps - warmup))
+        return final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return multiplier
+
+
+def linear_warmup_decay(warmup: int, total_steps: int, final: float = 0.0) -> Schedule:
+    """Linear rise over ``warmup`` steps to 1, then linear fall to ``final`` at ``total_steps``."""
+    _check_warmup(warmup, 1)
+    _check_positive("total_steps", total_steps)
+    _check_fraction("final", final)
+    if warmup >= total_steps:
+        raise ValueError(f"warmup={warmup} leaves no steps to decay in total_steps={total_steps}")
+
+    def multiplier(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step + 1 - warmup) / (total_steps - warmup))
+        return 1 - (1 - final) * progress
+
+    return multiplier
+
+
+def _check_fraction(name: str, value: float) -> None:
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must be in [0, 1] (a fraction of the peak), got {value}")
+
+
+def average_checkpoints(
+    state_dicts: Sequence[Mapping[str, torch.Tensor]],
+) -> dict[str, torch.Tensor]:
+    """Entry-wise mean of floating tensors over checkpoints with the same keys and shapes.
+
+    Other entries (integer counters, say) are taken from the first checkpoint. The mean is
+    accumulated in float32 (float64 for float64 tensors) and cast back to each entry's dtype.
+    """
+    if len(state_dicts) == 0:
+        raise ValueError("average_checkpoints needs at least one state dict")
+    first = state_dicts[0]
+    for index, other in enumerate(state_dicts[1:], start=1):
+        missing = [key for key in first if key not in other]
+        extra = [key for key in other if key not in first]
+        if missing or extra:
+            key, where = (missing[0], "missing from") if missing else (extra[0], "only in")
+            raise ValueError(f"key {key!r} is {where} checkpoint {index}")
+        for key, tensor in first.items():
+            if tuple(other[key].shape) != tuple(tensor.shape):
+                raise ValueError(
+                    f"key {key!r} has shape {tuple(tensor.shape)} in checkpoint 0 but "
+                    f"{tuple(other[key].shape)} in checkpoint {index}"
+                )
+    averaged: dict[str, torch.Tensor] = {}
+    for key, tensor in first.items():
+        if not tensor.is_floating_point():
+            averaged[key] = tensor.clone()
+            continue
+        wide = torch.float64 if tensor.dtype == torch.float64 else torch.float32
+        total = torch.zeros(tensor.shape, dtype=wide, device=tensor.device)
+        for state in state_dicts:
+            total += state[key].to(device=tensor.device, dtype=wide)
+        averaged[key] = (total / len(state_dicts)).to(tensor.dtype)
+    return averaged
