@@ -1,7 +1,8 @@
-"""The NumPy oracle: softmax, dot-product attention and the worked example of chapter 01.
+"""The NumPy oracle: softmax, attention, the worked example, heads, positions and masks.
 
 Everything here is plain NumPy in float64, written to be read; the torch code in the rest of
-``attnlib`` is tested against it.
+``attnlib`` and the browser explorers of :mod:`attnlib.live` are tested against it. Masks are
+boolean and True means "may attend", as everywhere in ``attnlib``.
 """
 
 from __future__ import annotations
@@ -96,3 +97,201 @@ def worked_example(
         scores = scores / np.sqrt(keys.shape[-1])
     weights = softmax(scores, axis=-1, temperature=temperature)
     return WorkedExample(inputs, keys, queries, values, scores, weights, weights @ values)
+
+
+def entropy(weights: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Entropy in nats of each distribution along ``axis`` (0 log 0 counts as 0)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    logs = np.log(np.maximum(weights, 1e-300))
+    return -(weights * logs).sum(axis=axis)
+
+
+# --- multi-head attention (chapter 07) ---
+
+
+def split_heads(x: np.ndarray, num_heads: int) -> np.ndarray:
+    """(..., seq, d_model) -> (..., heads, seq, d_head); head h is columns h*d_head:(h+1)*d_head."""
+    x = np.asarray(x, dtype=np.float64)
+    *batch, seq, d_model = x.shape
+    if num_heads < 1 or d_model % num_heads != 0:
+        raise ValueError(f"num_heads={num_heads} does not divide d_model={d_model}")
+    d_head = d_model // num_heads
+    return np.swapaxes(x.reshape(*batch, seq, num_heads, d_head), -3, -2)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:
+    """(..., heads, seq, d_head) -> (..., seq, heads * d_head), the inverse of split_heads."""
+    x = np.asarray(x, dtype=np.float64)
+    *batch, heads, seq, d_head = x.shape
+    return np.swapaxes(x, -3, -2).reshape(*batch, seq, heads * d_head)
+
+
+@dataclass(frozen=True)
+class MultiHead:
+    """Every intermediate of multi-head self-attention on n tokens, before the output projection."""
+
+    queries: np.ndarray  # (heads, n, d_head)
+    keys: np.ndarray  # (heads, n, d_head)
+    values: np.ndarray  # (heads, n, d_head)
+    scores: np.ndarray  # (heads, n queries, n keys), already divided by the scale
+    weights: np.ndarray  # (heads, n queries, n keys)
+    outputs: np.ndarray  # (n, d_model): the heads' outputs side by side
+
+
+def multi_head_attention(
+    x: np.ndarray,
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    num_heads: int,
+    scale_by: str = "head",
+) -> MultiHead:
+    """Self-attention of (n, d_model) inputs in heads: Q = X W_Q etc., each head
+    softmax(Q_h K_hᵀ / √d_head) V_h; ``scale_by="model"`` divides by √d_model instead (the bug).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if scale_by not in ("head", "model"):
+        raise ValueError(f"scale_by must be 'head' or 'model', got {scale_by!r}")
+    queries, keys, values = (
+        split_heads(x @ np.asarray(w, float), num_heads) for w in (w_q, w_k, w_v)
+    )
+    d_model = queries.shape[-1] * num_heads
+    scale = np.sqrt(queries.shape[-1] if scale_by == "head" else d_model)
+    scores = queries @ np.swapaxes(keys, -1, -2) / scale  # (heads, n, n)
+    weights = softmax(scores, axis=-1)
+    return MultiHead(queries, keys, values, scores, weights, merge_heads(weights @ values))
+
+
+def multi_head_weights(
+    x: np.ndarray,
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    num_heads: int,
+    scale_by: str = "head",
+) -> np.ndarray:
+    """The per-head attention weights of :func:`multi_head_attention`: (heads, n, n)."""
+    return multi_head_attention(x, w_q, w_k, w_v, num_heads, scale_by).weights
+
+
+# --- sinusoidal positions (chapter 08) ---
+
+
+def frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
+    """ω_i = 1 / base^(2i/d_model) for i = 0 .. ceil(d_model/2) - 1."""
+    return base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)
+
+
+def positional_encoding(positions: np.ndarray, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """PE(pos, 2i) = sin(pos ω_i), PE(pos, 2i+1) = cos(pos ω_i) at any positions: (..., d_model).
+
+    With an odd width the last column is a sine without its cosine.
+    """
+    if d_model < 1:
+        raise ValueError(f"d_model must be at least 1, got {d_model}")
+    angles = np.asarray(positions, dtype=np.float64)[..., None] * frequencies(d_model, base)
+    table = np.zeros((*angles.shape[:-1], d_model))
+    table[..., 0::2] = np.sin(angles)
+    table[..., 1::2] = np.cos(angles[..., : d_model // 2])
+    return table
+
+
+def sinusoidal_encoding(length: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """The table of positions 0 .. length - 1: (length, d_model)."""
+    if length < 0:
+        raise ValueError(f"length must be non-negative, got {length}")
+    return positional_encoding(np.arange(length), d_model, base)
+
+
+def offset_rotation(offset: float, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """M(k) with PE(pos + k)[:2m] = M(k) @ PE(pos)[:2m], m = d_model // 2: (2m, 2m).
+
+    Block diagonal; block i is [[cos kω_i, sin kω_i], [-sin kω_i, cos kω_i]], whatever pos is.
+    """
+    pairs = d_model // 2
+    rotation = np.zeros((2 * pairs, 2 * pairs))
+    for i, w in enumerate(frequencies(d_model, base)[:pairs]):
+        c, s = np.cos(offset * w), np.sin(offset * w)
+        rotation[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
+    return rotation
+
+
+def rotation_error(pos: float, offset: float, d_model: int, base: float = 10000.0) -> float:
+    """max |PE(pos + k) - M(k) PE(pos)| over the paired columns (round-off only: ~1e-15)."""
+    pairs = 2 * (d_model // 2)
+    here, there = positional_encoding(np.array([pos, pos + offset]), d_model, base)[:, :pairs]
+    return float(np.abs(there - offset_rotation(offset, d_model, base) @ here).max(initial=0.0))
+
+
+def encoding_similarity(
+    pos: float, deltas: np.ndarray, d_model: int, base: float = 10000.0
+) -> np.ndarray:
+    """PE(pos) · PE(pos + Δ) for each Δ; with an even width it is Σ_i cos(Δ ω_i), free of pos."""
+    deltas = np.asarray(deltas, dtype=np.float64)
+    here = positional_encoding(pos, d_model, base)
+    return positional_encoding(pos + deltas, d_model, base) @ here
+
+
+# --- masks (chapter 09) ---
+
+MASK_KINDS = ("none", "padding", "causal", "padding+causal")
+
+
+def padding_mask(lengths: np.ndarray, max_len: int | None = None) -> np.ndarray:
+    """True at real keys: lengths (batch,) -> (batch, 1, max_len), as attnlib.masks.padding_mask."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if max_len is None:
+        max_len = int(lengths.max(initial=0))
+    return (np.arange(max_len)[None, :] < lengths[:, None])[:, None, :]
+
+
+def causal_mask(n_queries: int, n_keys: int | None = None) -> np.ndarray:
+    """Query j sees keys up to its own position: (n_queries, n_keys), lower triangular.
+
+    With more keys than queries, the queries are the last n_queries positions.
+    """
+    n_keys = n_queries if n_keys is None else n_keys
+    return np.tril(np.ones((n_queries, n_keys), dtype=bool), k=n_keys - n_queries)
+
+
+def attention_mask(
+    kind: str, n: int, length: int | None = None, masked_row: int | None = None
+) -> np.ndarray:
+    """The (n, n) mask of one sequence: ``kind`` from MASK_KINDS, keys at ``length`` and beyond
+    are padding, and query ``masked_row`` (if given) may attend to nothing.
+    """
+    if kind not in MASK_KINDS:
+        raise ValueError(f"kind must be one of {MASK_KINDS}, got {kind!r}")
+    length = n if length is None else length
+    mask = np.ones((n, n), dtype=bool)
+    if "padding" in kind:
+        mask &= padding_mask([length], n)[0]
+    if "causal" in kind:
+        mask &= causal_mask(n)
+    if masked_row is not None:
+        mask[masked_row] = False
+    return mask
+
+
+def masked_softmax(
+    scores: np.ndarray, mask: np.ndarray | None = None, fill: float = -np.inf, axis: int = -1
+) -> np.ndarray:
+    """Softmax over the keys the mask allows, masked scores replaced by ``fill`` first.
+
+    ``fill=-inf`` is the library's convention: masked keys get exactly 0 and a fully masked row
+    gets all zeros, never NaN. A finite fill is what ``softmax(scores.masked_fill(~mask, fill))``
+    gives: -1e9 equals -inf wherever a row has a real key (and spreads a fully masked row evenly
+    over its masked keys); 0 is a wrong fill that leaves weight on masked keys.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if mask is None:
+        return softmax(scores, axis=axis)
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), scores.shape)
+    if np.isfinite(fill):
+        return softmax(np.where(mask, scores, fill), axis=axis)
+    if fill != -np.inf:
+        raise ValueError(f"fill must be finite or -inf, got {fill}")
+    row_has_key = mask.any(axis=axis, keepdims=True)
+    safe = np.where(mask, scores, -np.inf)
+    safe = np.where(row_has_key, safe, 0.0)  # a row of -inf has no maximum to subtract
+    return np.where(mask & row_has_key, softmax(safe, axis=axis), 0.0)

@@ -1,7 +1,8 @@
 """The browser explorers compute what attnlib.reference computes: one source of truth.
 
-attnlib/live/attention.js runs in node on the same inputs as the NumPy oracle, and every number
-it returns must match to 1e-9. All cases go through one node process, so this stays fast.
+attnlib/live/attention.js and encoder.js run in node on the same inputs as the NumPy oracle, and
+every number they return must match to 1e-9. All cases go through one node process, so this
+stays fast.
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ import pytest
 
 import attnlib.live
 from attnlib import reference
-from attnlib.live import temperature_live, worked_example_live
+from attnlib.live import (
+    example_scores,
+    heads_live,
+    masks_live,
+    positions_live,
+    temperature_live,
+    worked_example_live,
+)
 
 ATTENTION_JS = Path(attnlib.live.__file__).with_name("attention.js")
+ENCODER_JS = Path(attnlib.live.__file__).with_name("encoder.js")
 NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
 FIELDS = ("keys", "queries", "values", "scores", "weights", "outputs")
 TOLERANCE = 1e-9
@@ -27,6 +36,8 @@ TOLERANCE = 1e-9
 # Reads a JSON list of cases on stdin, answers a JSON list of results (or {"error": message}).
 HARNESS = """
 const live = require(process.argv[1]);
+const enc = require(process.argv[2]);
+const fill = (f) => (f === "-inf" ? -Infinity : f);
 const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const run = {
   worked: (c) => live.workedExample(c.inputs, c.keyWeights, c.queryWeights, c.valueWeights,
@@ -39,6 +50,29 @@ const run = {
   transpose: (c) => live.transpose(c.a),
   defaults: () => [live.WORKED_INPUTS, live.WORKED_KEY_WEIGHTS, live.WORKED_QUERY_WEIGHTS,
                    live.WORKED_VALUE_WEIGHTS],
+  heads: (c) => {
+    const r = enc.multiHead(c.x, c.wQ, c.wK, c.wV, c.heads, { scaleBy: c.scaleBy });
+    return { ...r, summary: enc.headSummary(r.weights), divisors: enc.divisors(c.x[0].length) };
+  },
+  split: (c) => enc.splitHeads(c.x, c.heads),
+  merge: (c) => enc.mergeHeads(c.heads),
+  positions: (c) => ({
+    frequencies: enc.frequencies(c.d),
+    table: enc.sinusoidalEncoding(c.length, c.d),
+    at: enc.positionalEncoding(c.pos, c.d),
+    rotation: enc.offsetRotation(c.k, c.d),
+    blocks: Array.from({ length: Math.floor(c.d / 2) }, (_, i) => enc.rotationBlock(c.k, i, c.d)),
+    rotated: enc.rotate(c.k, enc.positionalEncoding(c.pos, c.d), c.d),
+    error: enc.rotationError(c.pos, c.k, c.d),
+    similarity: enc.encodingSimilarity(c.pos, c.deltas, c.d),
+  }),
+  masks: (c) => {
+    const mask = enc.attentionMask(c.maskKind, c.n, c.length, c.row);
+    return { mask, weights: enc.maskedSoftmax(c.scores, mask, fill(c.fill)) };
+  },
+  padding: (c) => enc.paddingMask(c.lengths, c.maxLen),
+  causal: (c) => enc.causalMask(c.nq, c.nk),
+  softmaxNoMask: (c) => enc.maskedSoftmax(c.scores, null, fill(c.fill)),
 };
 const results = cases.map((c) => {
   try {
@@ -108,6 +142,61 @@ PARSE_CASES = [
 ENTROPY_ROWS = ([0.25] * 4, [1.0, 0.0], [0.2, 0.8])
 
 
+def random_heads(seed: int, n: int, d_model: int, factor: float = 1.0) -> dict:
+    """Random tokens' inputs and (d_model, d_model) projections for a head-explorer case."""
+    rng = np.random.default_rng(seed)
+    return {
+        "x": factor * rng.normal(size=(n, d_model)),
+        "wQ": factor * rng.normal(size=(d_model, d_model)),
+        "wK": factor * rng.normal(size=(d_model, d_model)),
+        "wV": rng.normal(size=(d_model, d_model)),
+    }
+
+
+# (name, seed, n tokens, d_model, heads, scale by[, factor]): every divisor of 8, odd widths.
+HEADS_CASES = [
+    ("d8 h1", 1, 5, 8, 1, "head"),
+    ("d8 h2", 1, 5, 8, 2, "head"),
+    ("d8 h4", 1, 5, 8, 4, "head"),
+    ("d8 h8", 1, 5, 8, 8, "head"),
+    ("d8 h4 bug", 1, 5, 8, 4, "model"),
+    ("d8 h1 bug", 1, 5, 8, 1, "model"),
+    ("d12 h3", 2, 4, 12, 3, "head"),
+    ("d12 h6 bug", 2, 4, 12, 6, "model"),
+    ("d9 h3 odd", 3, 6, 9, 3, "head"),
+    ("d7 h7 odd", 4, 3, 7, 7, "model"),
+    ("one token", 5, 1, 6, 2, "head"),
+    ("large scores", 6, 5, 8, 2, "head", 6.0),
+]
+# (d_model, pos, k): even and odd widths, k = 0, large positions, fractional ones.
+POSITION_CASES = [
+    (64, 10, 5),
+    (64, 0, 0),
+    (64, 99, 99),
+    (16, 3, 40),
+    (7, 12, 3),
+    (2, 5, 1),
+    (3, 2.5, 7.25),
+    (128, 1000, 37),
+]
+DELTAS = [0, 1, 2, 5, 17, 50, 99, -3]
+MASK_SCORES = example_scores(6, seed=3)
+# (kind, n, real length, fully masked row, fill, scores)
+MASK_CASES = [
+    (kind, 6, length, row, fill, MASK_SCORES)
+    for kind in reference.MASK_KINDS
+    for length, row in ((6, None), (4, None), (1, None), (3, 2), (6, 0), (5, 5))
+    for fill in ("-inf", -1e9, 0.0)
+] + [
+    ("padding+causal", 1, 1, None, "-inf", np.array([[2.5]])),
+    ("padding+causal", 1, 1, 0, "-inf", np.array([[2.5]])),
+    ("padding", 7, 5, 6, -1e9, example_scores(7)),
+    ("causal", 8, 8, 3, "-inf", 30 * example_scores(8)),
+]
+PADDING_CASES = [([3, 1, 4], 5), ([2, 2], None), ([0, 3], 3), ([], 4)]
+CAUSAL_CASES = [(4, None), (3, 5), (1, 1), (2, 6)]
+
+
 def to_json(value):
     """NumPy arrays as nested lists of floats, for the harness."""
     if isinstance(value, np.ndarray):
@@ -140,10 +229,53 @@ def node_results() -> dict[str, list]:
         ],
         "transpose": [{"kind": "transpose", "a": [[1, 2, 3], [4, 5, 6]]}],
         "defaults": [{"kind": "defaults"}],
+        "heads": [
+            {
+                "kind": "heads",
+                **to_json(random_heads(*case[1:4], *case[6:])),
+                "heads": case[4],
+                "scaleBy": case[5],
+            }
+            for case in HEADS_CASES
+        ],
+        "split": [
+            {"kind": "split", "x": to_json(random_heads(9, 3, 12)["x"]), "heads": h}
+            for h in (1, 2, 3, 4, 6, 12, 5)
+        ],
+        "merge": [
+            {
+                "kind": "merge",
+                "heads": to_json(reference.split_heads(random_heads(9, 3, 12)["x"], 4)),
+            }
+        ],
+        "positions": [
+            {"kind": "positions", "d": d, "pos": pos, "k": k, "length": 12, "deltas": DELTAS}
+            for d, pos, k in POSITION_CASES
+        ],
+        "masks": [
+            {
+                "kind": "masks",
+                "maskKind": mask_kind,
+                "n": n,
+                "length": length,
+                "row": row,
+                "fill": fill,
+                "scores": to_json(scores),
+            }
+            for mask_kind, n, length, row, fill, scores in MASK_CASES
+        ],
+        "padding": [
+            {"kind": "padding", "lengths": lengths, "maxLen": max_len}
+            for lengths, max_len in PADDING_CASES
+        ],
+        "causal": [{"kind": "causal", "nq": nq, "nk": nk} for nq, nk in CAUSAL_CASES],
+        "softmaxNoMask": [
+            {"kind": "softmaxNoMask", "scores": to_json(example_scores(5)), "fill": "-inf"}
+        ],
     }
     cases = [case for group in groups.values() for case in group]
     finished = subprocess.run(
-        [NODE, "-e", HARNESS, str(ATTENTION_JS)],
+        [NODE, "-e", HARNESS, str(ATTENTION_JS), str(ENCODER_JS)],
         input=json.dumps(cases),
         capture_output=True,
         text=True,
@@ -270,3 +402,219 @@ def test_live_html_mentions_no_external_host():
     for markup in (worked_example_live().data, temperature_live().data):
         for host in ("cdn.jsdelivr", "unpkg.com", "cdnjs", "mathjax.org", "googleapis.com"):
             assert host not in markup
+
+
+# --- chapters 07-09: heads, positions, masks (attnlib/live/encoder.js) ---
+
+
+@pytest.mark.parametrize("index", range(len(HEADS_CASES)), ids=[case[0] for case in HEADS_CASES])
+def test_multi_head_matches_reference(index: int):
+    _, seed, n, d_model, heads, scale_by, *factor = HEADS_CASES[index]
+    matrices = random_heads(seed, n, d_model, *factor)
+    result = node_results()["heads"][index]
+    assert "error" not in result, result
+    got = result["value"]
+    want = reference.multi_head_attention(
+        matrices["x"], matrices["wQ"], matrices["wK"], matrices["wV"], heads, scale_by
+    )
+    for field in ("queries", "keys", "values", "scores", "weights", "outputs"):
+        shown = np.array(got[field])
+        assert shown.shape == getattr(want, field).shape, field
+        np.testing.assert_allclose(
+            shown, getattr(want, field), rtol=TOLERANCE, atol=TOLERANCE, err_msg=field
+        )
+    d_head = d_model // heads
+    assert got["scale"] == pytest.approx(np.sqrt(d_head if scale_by == "head" else d_model))
+    entropies = [s["entropy"] for s in got["summary"]]
+    largest = [s["largest"] for s in got["summary"]]
+    np.testing.assert_allclose(entropies, reference.entropy(want.weights).mean(axis=-1), atol=1e-9)
+    np.testing.assert_allclose(largest, want.weights.max(axis=(-2, -1)), atol=1e-12)
+    assert got["divisors"] == [k for k in range(1, d_model + 1) if d_model % k == 0]
+
+
+def test_split_and_merge_heads_match_reference():
+    x = random_heads(9, 3, 12)["x"]
+    for result, heads in zip(node_results()["split"], (1, 2, 3, 4, 6, 12, 5), strict=True):
+        if heads == 5:
+            assert result == {"error": "num_heads=5 does not divide d_model=12"}
+            with pytest.raises(ValueError, match="num_heads=5 does not divide d_model=12"):
+                reference.split_heads(x, 5)
+            continue
+        np.testing.assert_array_equal(result["value"], reference.split_heads(x, heads))
+    np.testing.assert_array_equal(node_results()["merge"][0]["value"], x)
+
+
+@pytest.mark.parametrize("index", range(len(POSITION_CASES)))
+def test_positions_match_reference(index: int):
+    d_model, pos, offset = POSITION_CASES[index]
+    result = node_results()["positions"][index]
+    assert "error" not in result, result
+    got = result["value"]
+    pairs = d_model // 2
+    rotation = reference.offset_rotation(offset, d_model)
+    expected = {
+        "frequencies": reference.frequencies(d_model),
+        "table": reference.sinusoidal_encoding(12, d_model),
+        "at": reference.positional_encoding(pos, d_model),
+        "rotation": rotation,
+        "blocks": [rotation[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] for i in range(pairs)],
+        "rotated": rotation @ reference.positional_encoding(pos, d_model)[: 2 * pairs],
+        "similarity": reference.encoding_similarity(pos, DELTAS, d_model),
+    }
+    for field, want in expected.items():
+        shown = np.array(got[field])
+        assert shown.shape == np.shape(want), field
+        np.testing.assert_allclose(shown, want, rtol=TOLERANCE, atol=TOLERANCE, err_msg=field)
+    assert got["error"] < 1e-12
+    assert got["error"] == pytest.approx(reference.rotation_error(pos, offset, d_model), abs=1e-13)
+
+
+def test_rotation_block_orientation():
+    """Block i is [[cos kω, sin kω], [-sin kω, cos kω]] acting on the (sin, cos) pair."""
+    d_model, pos, offset = POSITION_CASES[0]
+    block = np.array(node_results()["positions"][0]["value"]["blocks"][1])
+    angle = offset * 10000 ** (-2 / d_model)
+    np.testing.assert_allclose(
+        block, [[np.cos(angle), np.sin(angle)], [-np.sin(angle), np.cos(angle)]], atol=1e-15
+    )
+    here = reference.positional_encoding(pos, d_model)[2:4]
+    there = reference.positional_encoding(pos + offset, d_model)[2:4]
+    np.testing.assert_allclose(block @ here, there, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "index",
+    range(len(MASK_CASES)),
+    ids=[f"{c[0]} n={c[1]} len={c[2]} row={c[3]} fill={c[4]}" for c in MASK_CASES],
+)
+def test_masks_match_reference(index: int):
+    kind, n, length, row, fill, scores = MASK_CASES[index]
+    result = node_results()["masks"][index]
+    assert "error" not in result, result
+    mask = reference.attention_mask(kind, n, length, row)
+    np.testing.assert_array_equal(result["value"]["mask"], mask)
+    fill_value = -np.inf if fill == "-inf" else fill
+    weights = np.array(result["value"]["weights"])
+    assert not np.isnan(weights).any()
+    want = reference.masked_softmax(scores, mask, fill=fill_value)
+    np.testing.assert_allclose(weights, want, rtol=TOLERANCE, atol=TOLERANCE)
+    if row is not None and fill == "-inf":
+        assert (weights[row] == 0).all(), "a fully masked row gives zeros"
+
+
+def test_minus_1e9_equals_minus_inf_where_a_row_has_a_key():
+    by_case = {
+        (c[0], c[2], c[3], c[4]): np.array(r["value"]["weights"])
+        for c, r in zip(MASK_CASES, node_results()["masks"], strict=True)
+        if c[1] == 6
+    }
+    for kind in reference.MASK_KINDS:
+        exact, large = by_case[(kind, 4, None, "-inf")], by_case[(kind, 4, None, -1e9)]
+        np.testing.assert_array_equal(np.round(large, 4), np.round(exact, 4))
+    zero = by_case[("padding", 4, None, 0.0)]
+    assert zero[:, 4:].sum() > 0.01, "filling with 0 leaves weight on the padding"
+
+
+def test_padding_and_causal_masks_match_reference():
+    for (lengths, max_len), result in zip(PADDING_CASES, node_results()["padding"], strict=True):
+        want = reference.padding_mask(np.array(lengths, dtype=np.int64), max_len)
+        np.testing.assert_array_equal(
+            np.array(result["value"], dtype=bool).reshape(want.shape), want
+        )
+    for (nq, nk), result in zip(CAUSAL_CASES, node_results()["causal"], strict=True):
+        np.testing.assert_array_equal(result["value"], reference.causal_mask(nq, nk))
+    np.testing.assert_allclose(
+        node_results()["softmaxNoMask"][0]["value"],
+        reference.softmax(example_scores(5)),
+        atol=TOLERANCE,
+    )
+
+
+NEW_EXPLORERS = [
+    (
+        lambda: heads_live(
+            ["a", "b", "c"], *[random_heads(0, 3, 4)[k] for k in ("x", "wQ", "wK", "wV")], 2
+        ),
+        "heads",
+    ),
+    (positions_live, "positions"),
+    (masks_live, "masks"),
+]
+
+
+@pytest.mark.parametrize(("make", "explorer"), NEW_EXPLORERS, ids=["heads", "positions", "masks"])
+def test_new_explorers_html_is_self_contained(make, explorer):
+    markup = make().data
+    assert f'data-explorer="{explorer}"' in markup
+    assert f'id="attnlib-live-{explorer}"' in markup
+    assert attnlib.live.FALLBACK in markup
+    assert "<script>" in markup and "src=" not in markup
+    for name in attnlib.live.SCRIPTS:
+        assert attnlib.live.script_source(name) in markup
+    assert markup.count("</script>") == 1
+    assert make().data == markup, "the snippet must be the same every time (nbval compares it)"
+    for host in ("cdn.jsdelivr", "unpkg.com", "cdnjs", "mathjax.org", "googleapis.com"):
+        assert host not in markup
+
+
+def attribute(markup: str, name: str) -> str:
+    import html
+    import re
+
+    found = re.search(f'data-{name}="([^"]*)"', markup)
+    assert found, name
+    return html.unescape(found.group(1))
+
+
+def test_heads_live_embeds_its_data_exactly():
+    data = random_heads(4, 3, 6)
+    markup = heads_live(
+        ["the", "cat", '"sat"'], data["x"], data["wQ"], data["wK"], data["wV"], 3
+    ).data
+    assert json.loads(attribute(markup, "tokens")) == ["the", "cat", '"sat"']
+    np.testing.assert_array_equal(json.loads(attribute(markup, "inputs")), data["x"])
+    np.testing.assert_array_equal(json.loads(attribute(markup, "w-k")), data["wK"])
+    assert attribute(markup, "heads") == "3"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((["a", "b"], np.zeros((3, 4)), 2), "2 tokens but x has 3 rows"),
+        ((["a", "b", "c"], np.zeros((3, 4)), 3), "num_heads=3 does not divide d_model=4"),
+        ((["a"], np.zeros(4), 1), r"x must be \(n, d_model\)"),
+    ],
+)
+def test_heads_live_refuses_bad_input(args, message):
+    tokens, x, heads = args
+    w = np.eye(x.shape[-1])
+    with pytest.raises(ValueError, match=message):
+        heads_live(tokens, x, w, w, w, heads)
+    with pytest.raises(ValueError, match=r"w_v must have shape \(4, 4\), got \(4, 3\)"):
+        heads_live(["a"], np.zeros((1, 4)), np.eye(4), np.eye(4), np.zeros((4, 3)), 2)
+
+
+def test_masks_live_embeds_default_scores_and_refuses_bad_input():
+    markup = masks_live().data
+    np.testing.assert_array_equal(json.loads(attribute(markup, "scores")), example_scores(8))
+    assert attribute(markup, "kind") == "padding" and attribute(markup, "length") == "6"
+    scores = np.arange(9.0).reshape(3, 3)
+    custom = masks_live(3, scores, kind="causal", length=2).data
+    np.testing.assert_array_equal(json.loads(attribute(custom, "scores")), scores)
+    with pytest.raises(ValueError, match=r"scores must have shape \(4, 4\), got \(3, 3\)"):
+        masks_live(4, scores)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        masks_live(3, kind="diagonal")
+    with pytest.raises(ValueError, match="scores must be finite"):
+        masks_live(2, np.array([[0.0, np.inf], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="length must be between 1 and n=3"):
+        masks_live(3, length=0)
+
+
+def test_positions_live_attributes_and_checks():
+    markup = positions_live(16, 40).data
+    assert attribute(markup, "d-model") == "16" and attribute(markup, "max-len") == "40"
+    with pytest.raises(ValueError, match="d_model must be an integer >= 2"):
+        positions_live(1)
+    with pytest.raises(ValueError, match="max_len must be an integer >= 2"):
+        positions_live(8, 1)

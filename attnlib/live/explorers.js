@@ -1,8 +1,9 @@
 /* attnlib live: the explorers of chapters 01 and 02 as plain DOM, no framework, no downloads.
  *
  * Needs attention.js first (it defines window.attnlibLive). attnlib/live/__init__.py inlines
- * both files into a notebook output, so the explorers work in the published book without a
- * Python kernel. Stable hooks for tests and readers:
+ * the files into a notebook output, so the explorers work in the published book without a
+ * Python kernel. The DOM helpers are shared as attnlibLive.dom, and attnlibLive.register adds
+ * an explorer (encoder_explorers.js adds those of chapters 07-09). Stable hooks for tests:
  *   root     .attnlib-live[data-explorer="worked-example" | "temperature"], data-mounted once built
  *   controls [data-control="inputs" | "W_K" | "W_Q" | "W_V" | "scale" | "temperature" | "scores"
  *            | "reset"]; the temperature range input holds log10(T), from -1.5 to 1.5
@@ -37,6 +38,13 @@
     ".attnlib-live input[type=text]{width:14em}",
     ".attnlib-live input[type=range]{width:13em;margin:0;accent-color:#1f77b4}",
     ".attnlib-live input[type=checkbox]{margin:0;accent-color:#1f77b4}",
+    ".attnlib-live select{font:inherit;font-size:.85rem;color:inherit;background:transparent;",
+    "border:1px solid rgba(128,128,128,.5);border-radius:4px;padding:.1em .3em;max-width:100%}",
+    ".attnlib-live select option{color:#000;background:#fff}",
+    ".attnlib-live .al-scroll{max-width:100%;overflow-x:auto}",
+    ".attnlib-live svg.al-fit{max-width:100%;height:auto}",
+    ".attnlib-live .al-thumb{cursor:pointer;border:2px solid transparent;border-radius:4px}",
+    ".attnlib-live .al-thumb[aria-pressed=true]{border-color:#1f77b4}",
     ".attnlib-live button{font:inherit;font-size:.85rem;color:inherit;background:transparent;",
     "border:1px solid rgba(128,128,128,.5);border-radius:4px;padding:.15em .6em;cursor:pointer}",
     ".attnlib-live output{font-family:SFMono-Regular,Menlo,Consolas,monospace;min-width:3.5em}",
@@ -122,14 +130,16 @@
     (document.head || document.documentElement).appendChild(style);
   }
 
-  // A table of numbers with 4 decimals, labelled rows and columns, tagged data-readout=name.
-  function numberTable(name, matrix, rowLabels, columnLabels, caption) {
+  // A table of numbers with 4 decimals (or as format writes them), labelled rows and columns,
+  // tagged data-readout=name.
+  function numberTable(name, matrix, rowLabels, columnLabels, caption, format) {
+    format = format || fixed4;
     var head = el("tr", {}, [el("th", {}, [""])].concat(columnLabels.map(function (label) {
       return el("th", { scope: "col" }, [label]);
     })));
     var rows = matrix.map(function (row, i) {
       return el("tr", {}, [el("th", { scope: "row" }, [rowLabels[i]])].concat(row.map(function (x) {
-        return el("td", { title: String(x) }, [fixed4(x)]);
+        return el("td", { title: String(x) }, [format(x)]);
       })));
     });
     return el("table", { "data-readout": name }, [
@@ -265,7 +275,7 @@
   // matrices) go to the control, not to the notebook's command-mode shortcuts. Lumino checks
   // this attribute on the focused element itself.
   function keepKeys(rootElement) {
-    var controls = rootElement.querySelectorAll("input, textarea, button");
+    var controls = rootElement.querySelectorAll("input, textarea, button, select");
     Array.prototype.forEach.call(controls, function (control) {
       control.setAttribute("data-lm-suppress-shortcuts", "true");
     });
@@ -434,6 +444,11 @@
 
   var MOUNT = { "worked-example": mountWorkedExample, temperature: mountTemperature };
 
+  // Make mountAll build explorer roots named `name` with mount(rootElement).
+  function register(name, mount) {
+    MOUNT[name] = mount;
+  }
+
   // Build every explorer root under scope (default: the document) that is not built yet.
   function mountAll(scope) {
     var found = (scope || document).querySelectorAll(".attnlib-live[data-explorer]");
@@ -449,6 +464,16 @@
     mountWorkedExample: mountWorkedExample,
     mountTemperature: mountTemperature,
     mountAll: mountAll,
+    register: register,
     viridis: viridis,
+    dom: {
+      el: el,
+      svg: svg,
+      fixed4: fixed4,
+      viridis: viridis,
+      numberTable: numberTable,
+      start: start,
+      keepKeys: keepKeys,
+    },
   });
 })(typeof self !== "undefined" ? self : this);

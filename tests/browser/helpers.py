@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import math
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -110,3 +115,39 @@ def expect_cells(
         shown = [text.strip() for text in cells.all_inner_texts()]
         rounded = [f"{x:.4f}" for x in want]
         raise AssertionError(f"{what}: shown {shown}, expected {rounded}") from None
+
+
+@contextmanager
+def serve_folder(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` over HTTP on 127.0.0.1 (a free port); yield its base URL, ending in '/'."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="folder-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib's name)
+        pass
+
+
+def standalone_page(folder: Path, snippets: list[str], name: str = "index.html") -> Path:
+    """Write a minimal HTML page (phone-ready viewport) holding ``snippets``; return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    page = folder / name
+    page.write_text(
+        "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<title>attnlib live explorers</title></head>\n<body>\n"
+        + "\n".join(snippets)
+        + "\n</body></html>\n",
+        encoding="utf-8",
+    )
+    return page

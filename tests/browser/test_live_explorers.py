@@ -1,24 +1,32 @@
-"""The book's kernel-free explorers (chapters 01 and 02), computed in the browser.
+"""The book's kernel-free explorers (chapters 01, 02, 07, 08, 09), computed in the browser.
 
 Each explorer is a ``.attnlib-live[data-explorer=...]`` element with controls
 ``[data-control=...]`` and readout tables ``[data-readout=...]`` of 4-decimal ``<td>`` cells.
 What they show must equal ``attnlib.reference`` rounded to 4 decimals, after every move.
 The temperature control is an ``<input type=range>`` whose value x means temperature 10**x.
+
+The explorers of chapters 07-09 (heads, positions, masks) are tested twice: on a small page
+made here from ``attnlib.live`` (always), and on their chapter's book page (skipped while that
+page is not in ``_build/html``). Either way the oracle's inputs are read back from the
+explorer's own ``data-*`` attributes, so the chapter may choose its tokens and weights.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from attnlib import reference
+from attnlib import live, reference
 from attnlib.widgets import parse_matrix
 
-from .conftest import WatchedPage
-from .helpers import expect_cells
+from .conftest import HTML, WatchedPage
+from .helpers import cell_pattern, expect_cells, serve_folder, standalone_page
 
 CHAPTER_01 = "notebooks/01_self_attention_by_hand"
 CHAPTER_02 = "notebooks/02_scaled_dot_product"
@@ -245,3 +253,380 @@ def test_temperature_explorer_reads_typed_scores(open_explorer) -> None:
     assert error.inner_text().strip(), "the error readout is visible but says nothing"
     explorer.type_into("scores", "4 4")
     expect_cells(weights, [0.5, 0.5], "two equal scores")
+
+
+# --- chapters 07-09: heads, positions, masks ---
+
+CHAPTER_PAGES = {
+    "heads": "notebooks/07_multi_head_attention",
+    "positions": "notebooks/08_positional_encoding",
+    "masks": "notebooks/09_masking",
+}
+WHERE = ["standalone", "book"]
+STANDALONE_TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
+
+
+def standalone_snippets() -> list[str]:
+    """The three explorers as a chapter would show them, with data made here."""
+    rng = np.random.default_rng(7)
+    d_model = 8
+    x = rng.normal(size=(len(STANDALONE_TOKENS), d_model))
+    w_q, w_k, w_v = rng.normal(size=(3, d_model, d_model)) * 0.8
+    return [
+        live.heads_live(STANDALONE_TOKENS, x, w_q, w_k, w_v, 2).data,
+        live.positions_live().data,
+        live.masks_live().data,
+    ]
+
+
+@pytest.fixture(scope="session")
+def standalone_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A page with the three explorers, outside the book, served on 127.0.0.1."""
+    folder = tmp_path_factory.mktemp("live-explorers")
+    standalone_page(folder, standalone_snippets())
+    with serve_folder(folder) as url:
+        yield url
+
+
+@pytest.fixture
+def open_live(request: pytest.FixtureRequest, watched_page: WatchedPage) -> Iterator:
+    """open_live(where, name): the explorer on the standalone page or on its chapter's page."""
+    opened: list[Explorer] = []
+
+    def open_(where: str, name: str) -> Explorer:
+        if where == "book":
+            docname = CHAPTER_PAGES[name]
+            if not (HTML / f"{docname}.html").is_file():
+                pytest.skip(f"{docname}.html is not in {HTML} yet (build the book with it)")
+            url = f"{request.getfixturevalue('book_url')}{docname}.html"
+        else:
+            url = f"{request.getfixturevalue('standalone_url')}index.html"
+        watched_page.page.goto(url, wait_until="load")
+        explorer = Explorer(watched_page, name)
+        hooks = f'.attnlib-live[data-explorer="{name}"][data-mounted]'
+        count = watched_page.page.locator(hooks).count()
+        if count != 1:
+            raise AssertionError(f"{url}: {count} mounted explorers {hooks}, expected one")
+        explorer.root.scroll_into_view_if_needed()
+        opened.append(explorer)
+        return explorer
+
+    yield open_
+    for explorer in opened:
+        explorer.watched.watch.assert_clean(f"explorer {explorer.name}", scripts_only=True)
+
+
+def attribute_json(explorer: Explorer, name: str):
+    return json.loads(explorer.root.get_attribute(f"data-{name}") or "null")
+
+
+def expect_texts(cells, expected: list, what: str, timeout: float = 5_000) -> None:
+    """Like expect_cells, but each expected item is a number (4 decimals) or an exact text."""
+    from playwright.sync_api import expect
+
+    patterns = [
+        cell_pattern(x) if isinstance(x, float) else re.compile(rf"^\s*{re.escape(x)}\s*$")
+        for x in expected
+    ]
+    try:
+        expect(cells).to_have_text(patterns, timeout=timeout)
+    except AssertionError:
+        shown = [text.strip() for text in cells.all_inner_texts()]
+        raise AssertionError(f"{what}: shown {shown}, expected {expected}") from None
+
+
+def readout(explorer: Explorer, name: str):
+    return explorer.root.locator(f'[data-readout="{name}"]')
+
+
+def assert_no_nan(explorer: Explorer, what: str) -> None:
+    text = explorer.root.inner_text()
+    assert "NaN" not in text and "Infinity" not in text, f"{what}: NaN or Infinity shown"
+
+
+# chapter 07: heads
+
+
+def heads_inputs(explorer: Explorer) -> dict:
+    return {
+        "tokens": attribute_json(explorer, "tokens"),
+        "x": np.array(attribute_json(explorer, "inputs")),
+        "w_q": np.array(attribute_json(explorer, "w-q")),
+        "w_k": np.array(attribute_json(explorer, "w-k")),
+        "w_v": np.array(attribute_json(explorer, "w-v")),
+    }
+
+
+def expect_heads(explorer: Explorer, data: dict, heads: int, head: int, scale_by: str) -> None:
+    what = f"{heads} heads, head {head}, scaled by d_{scale_by}"
+    result = reference.multi_head_attention(
+        data["x"], data["w_q"], data["w_k"], data["w_v"], heads, scale_by
+    )
+    expect_cells(explorer.cells("weights"), result.weights[head - 1], f"{what}: weights")
+    summary = np.stack([reference.entropy(result.weights).mean(-1), result.weights.max((-2, -1))])
+    expect_cells(explorer.cells("heads"), summary.T, f"{what}: per-head entropy, largest")
+    d_model = data["x"].shape[1]
+    scale = np.sqrt(d_model // heads if scale_by == "head" else d_model)
+    expect_cells(readout(explorer, "scale"), [scale], f"{what}: scale")
+    expect_texts(readout(explorer, "d-head"), [str(d_model // heads)], f"{what}: d_head")
+    assert readout(explorer, "thumbnails").locator("svg[data-head]").count() == heads
+    assert_no_nan(explorer, what)
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_heads_explorer_starts_at_its_data(open_live, where: str) -> None:
+    explorer = open_live(where, "heads")
+    data = heads_inputs(explorer)
+    n, d_model = data["x"].shape
+    assert len(data["tokens"]) == n
+    options = explorer.control("heads").locator("option").all_inner_texts()
+    assert [int(o) for o in options] == [k for k in range(1, d_model + 1) if d_model % k == 0]
+    heads = int(explorer.control("heads").input_value())
+    assert heads == int(explorer.root.get_attribute("data-heads") or 0)
+    assert explorer.control("head").input_value() == "1"
+    assert not explorer.control("scale-model").is_checked()
+    tokens_shown = explorer.root.locator('[data-readout="weights"] thead th').all_inner_texts()
+    assert [t.strip() for t in tokens_shown[1:]] == data["tokens"]
+    expect_heads(explorer, data, heads, 1, "head")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_heads_explorer_every_head_count_and_head(open_live, where: str) -> None:
+    explorer = open_live(where, "heads")
+    data = heads_inputs(explorer)
+    counts = [int(o) for o in explorer.control("heads").locator("option").all_inner_texts()]
+    for heads in counts:
+        explorer.control("heads").select_option(str(heads))
+        for head in sorted({1, (heads + 1) // 2, heads}):
+            explorer.control("head").select_option(str(head))
+            assert len(explorer.control("head").locator("option").all_inner_texts()) == heads
+            expect_heads(explorer, data, heads, head, "head")
+    # Fewer heads than the chosen one: the choice falls back to the last head there is.
+    explorer.control("heads").select_option(str(counts[-1]))
+    explorer.control("head").select_option(str(counts[-1]))
+    explorer.control("heads").select_option(str(counts[1] if len(counts) > 1 else counts[0]))
+    fewer = counts[1] if len(counts) > 1 else counts[0]
+    assert explorer.control("head").input_value() == str(fewer)
+    expect_heads(explorer, data, fewer, fewer, "head")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_heads_explorer_scale_bug_and_thumbnails(open_live, where: str) -> None:
+    explorer = open_live(where, "heads")
+    data = heads_inputs(explorer)
+    counts = [int(o) for o in explorer.control("heads").locator("option").all_inner_texts()]
+    heads = counts[-2] if len(counts) > 1 else counts[0]
+    explorer.control("heads").select_option(str(heads))
+    explorer.control("scale-model").check()
+    expect_heads(explorer, data, heads, 1, "model")
+    right = reference.multi_head_attention(data["x"], data["w_q"], data["w_k"], data["w_v"], heads)
+    bug = reference.multi_head_attention(
+        data["x"], data["w_q"], data["w_k"], data["w_v"], heads, "model"
+    )
+    if heads > 1:
+        assert reference.entropy(bug.weights).mean() > reference.entropy(right.weights).mean()
+    # Clicking a head's thumbnail shows that head.
+    readout(explorer, "thumbnails").locator(f'svg[data-head="{heads}"]').click()
+    assert explorer.control("head").input_value() == str(heads)
+    expect_heads(explorer, data, heads, heads, "model")
+    explorer.control("scale-model").uncheck()
+    expect_heads(explorer, data, heads, heads, "head")
+
+
+# chapter 08: positions
+
+
+def set_range(explorer: Explorer, name: str, value: int) -> None:
+    explorer.control(name).fill(str(value))
+
+
+def expect_positions(explorer: Explorer, d_model: int, k: int, pos: int, i: int) -> None:
+    what = f"k={k}, pos={pos}, i={i}"
+    expect_texts(readout(explorer, "k"), [str(k)], f"{what}: k")
+    expect_texts(readout(explorer, "pos"), [str(pos)], f"{what}: pos")
+    expect_texts(readout(explorer, "i"), [str(i)], f"{what}: i")
+    rotation = reference.offset_rotation(k, d_model)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]
+    expect_cells(explorer.cells("rotation"), rotation, f"{what}: M_i(k)")
+    here, there = reference.positional_encoding(np.array([pos, pos + k]), d_model)
+    pair = slice(2 * i, 2 * i + 2)
+    expect_cells(
+        explorer.cells("pair"), [here[pair], rotation @ here[pair], there[pair]], f"{what}: pairs"
+    )
+    omega = reference.frequencies(d_model)[i]
+    expect_cells(readout(explorer, "angle"), [k * omega], f"{what}: k ω_i")
+    shown_omega = float(readout(explorer, "frequency").inner_text())
+    assert shown_omega == pytest.approx(omega, rel=1e-5), f"{what}: ω_i"
+    similarity = reference.encoding_similarity(pos, [k], d_model)
+    expect_cells(readout(explorer, "similarity"), similarity, f"{what}: PE(pos)·PE(pos+k)")
+    error = float(readout(explorer, "max-error").inner_text())
+    assert 0 <= error < 1e-12, f"{what}: max |PE(pos+k) - M(k)PE(pos)| = {error}"
+    assert reference.rotation_error(pos, k, d_model) < 1e-12
+    assert_no_nan(explorer, what)
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_positions_explorer_rotation_and_similarity(open_live, where: str) -> None:
+    explorer = open_live(where, "positions")
+    d_model = int(explorer.root.get_attribute("data-d-model") or 0)
+    max_len = int(explorer.root.get_attribute("data-max-len") or 0)
+    assert d_model >= 2 and max_len >= 2
+    offset, position, pair = (explorer.control(n) for n in ("offset", "position", "pair"))
+    assert offset.get_attribute("type") == "range"
+    assert [int(pair.get_attribute(a) or -1) for a in ("min", "max")] == [0, d_model // 2 - 1]
+    assert int(offset.get_attribute("max") or 0) == max_len - 1
+    start = [int(c.input_value()) for c in (offset, position, pair)]
+    expect_positions(explorer, d_model, *start)
+
+    last_pair = d_model // 2 - 1
+    for k, pos, i in [
+        (1, 0, 0),
+        (max_len - 1, max_len - 1, last_pair),
+        (7, 3, min(3, last_pair)),
+        (0, 20 % max_len, 1 % (last_pair + 1)),
+        (max_len // 2, 1, last_pair // 2),
+    ]:
+        set_range(explorer, "offset", k)
+        set_range(explorer, "position", pos)
+        set_range(explorer, "pair", i)
+        expect_positions(explorer, d_model, k, pos, i)
+
+    # The arrow keys move the offset one step at a time, as a reader's would.
+    set_range(explorer, "offset", 2)
+    offset.focus()
+    for _ in range(3):
+        offset.press("ArrowRight")
+    assert offset.input_value() == "5"
+    expect_positions(explorer, d_model, 5, int(position.input_value()), int(pair.input_value()))
+    chart = readout(explorer, "chart")
+    assert chart.locator("polyline").count() == 1
+    points = (chart.locator("polyline").get_attribute("points") or "").split()
+    assert len(points) == max_len, "one point per distance 0 .. max_len - 1"
+
+
+# chapter 09: masks
+
+FILL_VALUES = {"-inf": -np.inf, "-1e9": -1e9, "0": 0.0}
+
+
+def expect_masks(
+    explorer: Explorer,
+    scores: np.ndarray,
+    kind: str,
+    length: int,
+    fill: str,
+    row: int | None,
+) -> None:
+    what = f"{kind}, length {length}, fill {fill}, masked row {row}"
+    n = scores.shape[0]
+    mask = reference.attention_mask(kind, n, length, row)
+    expect_texts(explorer.cells("mask"), ["1" if m else "0" for m in mask.ravel()], f"{what}: mask")
+    filled = [
+        float(x) if m else {"-inf": "-inf", "-1e9": "-1e9", "0": 0.0}[fill]
+        for x, m in zip(scores.ravel(), mask.ravel(), strict=True)
+    ]
+    expect_texts(explorer.cells("scores"), filled, f"{what}: filled scores")
+    weights = reference.masked_softmax(scores, mask, fill=FILL_VALUES[fill])
+    expect_cells(explorer.cells("weights"), weights, f"{what}: weights")
+    expect_cells(explorer.cells("row-sums"), weights.sum(-1), f"{what}: row sums")
+    leak = np.where(mask, 0.0, weights).sum(-1).max()
+    expect_cells(readout(explorer, "leak"), [leak], f"{what}: weight on masked keys")
+    exact = reference.masked_softmax(scores, mask)
+    difference = np.abs(weights - exact).max()
+    expect_cells(readout(explorer, "difference"), [difference], f"{what}: difference")
+    expect_texts(readout(explorer, "length"), [str(length)], f"{what}: length shown")
+    if fill == "-inf" and row is not None:
+        assert (weights[row] == 0).all()
+    assert_no_nan(explorer, what)
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_masks_explorer_starts_at_its_data(open_live, where: str) -> None:
+    explorer = open_live(where, "masks")
+    scores = np.array(attribute_json(explorer, "scores"))
+    n = scores.shape[0]
+    if where == "standalone":
+        np.testing.assert_array_equal(scores, live.example_scores(8))
+    kinds = explorer.control("kind").locator("option").evaluate_all("(o) => o.map((x) => x.value)")
+    assert kinds == list(reference.MASK_KINDS)
+    fills = explorer.control("fill").locator("option").evaluate_all("(o) => o.map((x) => x.value)")
+    assert fills == list(FILL_VALUES)
+    kind = explorer.control("kind").input_value()
+    length = int(explorer.control("length").input_value())
+    assert kind == explorer.root.get_attribute("data-kind")
+    assert length == int(explorer.root.get_attribute("data-length") or 0)
+    assert 1 <= length <= n and explorer.control("fill").input_value() == "-inf"
+    assert not explorer.control("mask-row").is_checked()
+    expect_masks(explorer, scores, kind, length, "-inf", None)
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_masks_explorer_every_kind_fill_and_a_fully_masked_row(open_live, where: str) -> None:
+    explorer = open_live(where, "masks")
+    scores = np.array(attribute_json(explorer, "scores"))
+    n = scores.shape[0]
+    for kind in reference.MASK_KINDS:
+        explorer.control("kind").select_option(kind)
+        explorer.control("fill").select_option("-inf")
+        for length in sorted({n, max(1, n - 3), 1}):
+            set_range(explorer, "length", length)
+            expect_masks(explorer, scores, kind, length, "-inf", None)
+        set_range(explorer, "length", max(1, n - 3))
+        for fill in ("-1e9", "0"):
+            explorer.control("fill").select_option(fill)
+            expect_masks(explorer, scores, kind, max(1, n - 3), fill, None)
+    # One query with no key at all: zeros with the library's -inf, never NaN.
+    explorer.control("kind").select_option("padding+causal")
+    set_range(explorer, "length", max(1, n - 2))
+    explorer.control("fill").select_option("-inf")
+    explorer.control("mask-row").check()
+    for row in sorted({0, n // 2, n - 1}):
+        explorer.control("row").select_option(str(row))
+        expect_masks(explorer, scores, "padding+causal", max(1, n - 2), "-inf", row)
+        expect_cells(explorer.cells("row-sums").nth(row), [0.0], f"row {row} sums to 0")
+    # -1e9 agrees with -inf to 4 decimals on every row that has a key, and 0 leaks weight.
+    explorer.control("mask-row").uncheck()
+    explorer.control("fill").select_option("-1e9")
+    expect_cells(readout(explorer, "difference"), [0.0], "-1e9 against -inf")
+    expect_masks(explorer, scores, "padding+causal", max(1, n - 2), "-1e9", None)
+    explorer.control("fill").select_option("0")
+    expect_masks(explorer, scores, "padding+causal", max(1, n - 2), "0", None)
+    leak = float(readout(explorer, "leak").inner_text())
+    assert leak > 0, "filling masked scores with 0 must show weight on masked keys"
+
+
+def test_explorers_fit_a_phone_and_fall_back_without_javascript(
+    standalone_url: str, browser
+) -> None:
+    """At 375 px the page does not scroll sideways; with JavaScript off the fallback shows."""
+    phone = browser.new_context(viewport={"width": 375, "height": 800})
+    try:
+        page = phone.new_page()
+        page.goto(f"{standalone_url}index.html", wait_until="load")
+        for name in CHAPTER_PAGES:
+            root = page.locator(f'.attnlib-live[data-explorer="{name}"][data-mounted]')
+            assert root.count() == 1, f"{name} did not mount at phone width"
+            box = root.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 376, name
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 376, f"the page is {width}px wide on a 375px phone"
+    finally:
+        phone.close()
+    off = browser.new_context(java_script_enabled=False)
+    try:
+        page = off.new_page()
+        page.goto(f"{standalone_url}index.html", wait_until="load")
+        for name in CHAPTER_PAGES:
+            text = page.locator(f'.attnlib-live[data-explorer="{name}"]').inner_text()
+            assert live.FALLBACK in text, f"{name}: no fallback text without JavaScript"
+    finally:
+        off.close()
+
+
+@pytest.mark.parametrize("name", list(CHAPTER_PAGES))
+def test_chapter_pages_hold_their_explorer(name: str) -> None:
+    """Once a chapter 07-09 page is built, its explorer is in it (one, with the inlined script)."""
+    page = HTML / f"{CHAPTER_PAGES[name]}.html"
+    if not page.is_file():
+        pytest.skip(f"{page} is not built yet")
+    text = Path(page).read_text(encoding="utf-8")
+    assert text.count(f'data-explorer="{name}"') == 1, f"{page}: expected one {name} explorer"
