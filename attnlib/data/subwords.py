@@ -1,0 +1,192 @@
+"""A real subword tokenizer: byte-pair encoding trained with Hugging Face ``tokenizers``.
+
+The pipeline has four standard steps, so that it can be rewritten in a few lines of JavaScript:
+
+1. normalise: ``<br />`` tags become spaces (so raw IMDB reviews need no cleaning first), then
+   NFD, accents stripped (combining marks, Unicode category Mn), lowercase;
+2. pre-tokenise: split into runs of word characters and runs of other non-space characters
+   (the regex ``\\w+|[^\\w\\s]+``), so ``"don't!!"`` gives ``don``, ``'``, ``t``, ``!!``;
+3. BPE: each pre-token starts as characters, the last one carrying the end-of-word mark
+   ``</w>`` (the toy of ``attnlib.data.bpe`` with ``separate_end=False``), and the merges are
+   applied in the order they were learned; a character never seen in training is ``[UNK]``;
+4. decode: tokens are joined and each ``</w>`` becomes a space.
+
+Special tokens have fixed ids: ``[PAD]`` 0, ``[UNK]`` 1, ``[CLS]`` 2, ``[SEP]`` 3, ``[MASK]`` 4.
+``encode`` adds none of them: the caller adds ``[CLS]`` where its model wants one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from attnlib.data.bpe import END_OF_WORD, Pair
+from attnlib.data.imdb import BR_TAG, IMDB, cache_directory
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+PIPELINE_VERSION = 1  # part of the cache key: bump it when the pipeline changes
+
+
+def _alphabet(texts: list[str], normalizer: normalizers.Normalizer, min_texts: int) -> list[str]:
+    """The normalised characters found in at least ``min_texts`` texts, sorted; no spaces."""
+    found: Counter[str] = Counter()
+    for text in texts:
+        found.update(set(text))
+    chars: Counter[str] = Counter()
+    for char, count in found.items():
+        for normalised in normalizer.normalize_str(char):
+            chars[normalised] += count
+    return sorted(
+        char for char, count in chars.items() if count >= min_texts and not char.isspace()
+    )
+
+
+def _pipeline(model: models.Model) -> Tokenizer:
+    """A tokenizer with this module's normaliser, pre-tokeniser and decoder around ``model``."""
+    tokenizer = Tokenizer(model)
+    tokenizer.normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace(Regex(BR_TAG.pattern), " "),
+            normalizers.NFD(),
+            normalizers.StripAccents(),
+            normalizers.Lowercase(),
+        ]
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.decoder = decoders.BPEDecoder(suffix=END_OF_WORD)
+    return tokenizer
+
+
+class SubwordTokenizer:
+    """A trained BPE tokenizer: text to subword ids and back."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        for expected, token in enumerate(SPECIAL_TOKENS):
+            found = tokenizer.token_to_id(token)
+            if found != expected:
+                raise ValueError(f"special token {token} has id {found}, expected {expected}")
+        self.tokenizer = tokenizer
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = range(5)
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int = 8192,
+        min_frequency: int = 2,
+        min_char_texts: int = 1,
+    ) -> SubwordTokenizer:
+        """Learn merges from ``texts`` until the vocabulary holds ``vocab_size`` tokens.
+
+        A merge needs ``min_frequency`` occurrences; a character enters the alphabet if it
+        occurs in at least ``min_char_texts`` texts (rarer ones become ``[UNK]``).
+        """
+        texts = list(texts)
+        tokenizer = _pipeline(models.BPE(unk_token="[UNK]", end_of_word_suffix=END_OF_WORD))
+        alphabet = _alphabet(texts, tokenizer.normalizer, min_char_texts)
+        # tokenizers breaks ties between equally frequent pairs by token id, and gives the
+        # "x</w>" tokens their ids in hash-map order, different in every process: listing them
+        # up front as (temporary) special tokens makes every id, and so every merge, repeatable.
+        ends = [char + END_OF_WORD for char in alphabet]
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=[*SPECIAL_TOKENS, *ends],
+            initial_alphabet=alphabet,
+            limit_alphabet=len(alphabet),  # exactly the alphabet above, whatever the counts
+            end_of_word_suffix=END_OF_WORD,
+            show_progress=False,
+        )
+        tokenizer.train_from_iterator(texts, trainer=trainer, length=len(texts))
+        spec = json.loads(tokenizer.to_str())
+        spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] in SPECIAL_TOKENS]
+        return cls(Tokenizer.from_str(json.dumps(spec)))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SubwordTokenizer:
+        """A tokenizer saved by ``save`` (the ``tokenizers`` JSON format)."""
+        return cls(Tokenizer.from_file(str(path)))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the tokenizer as ``tokenizers`` JSON, atomically."""
+        path = Path(path)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        os.close(handle)
+        try:
+            self.tokenizer.save(temporary)
+            os.chmod(temporary, 0o644)  # mkstemp makes it private
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens, special tokens included."""
+        return self.tokenizer.get_vocab_size()
+
+    @property
+    def merges(self) -> list[Pair]:
+        """The learned merges, in the order they were learned (most frequent first)."""
+        model = json.loads(self.tokenizer.to_str())["model"]
+        return [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of one text, without special tokens."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of many texts, encoded in parallel threads."""
+        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        return [encoding.ids for encoding in encodings]
+
+    def tokens(self, text: str) -> list[str]:
+        """The subword strings of one text."""
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids``, special tokens left out; punctuation comes back space-separated."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def id_to_token(self, index: int) -> str:
+        """The token string of one id."""
+        return self.tokenizer.id_to_token(index)
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of one token string, or None."""
+        return self.tokenizer.token_to_id(token)
+
+    def __repr__(self) -> str:
+        return f"SubwordTokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)})"
+
+
+def imdb_tokenizer(
+    data: IMDB, vocab_size: int = 8192, cache_dir: str | os.PathLike | None = None
+) -> SubwordTokenizer:
+    """The IMDB tokenizer, trained on train + unlabelled reviews only, cached beside the data."""
+    name = f"imdb-bpe{PIPELINE_VERSION}-{vocab_size}-{data.digest[:16]}.json"
+    path = cache_directory(cache_dir) / name
+    if path.exists():
+        try:
+            return SubwordTokenizer.load(path)
+        except Exception as error:  # tokenizers raises plain Exceptions for bad JSON
+            warnings.warn(
+                f"ignoring the tokenizer cache {path} and retraining: {error}", stacklevel=2
+            )
+    # Never the test reviews: the test split must stay unseen, its vocabulary included.
+    texts = data.train.texts + data.unlabelled.texts
+    tokenizer = SubwordTokenizer.train(texts, vocab_size=vocab_size, min_char_texts=MIN_CHAR_TEXTS)
+    tokenizer.save(path)
+    return tokenizer
+
+
+# Characters found in fewer reviews (hundreds of them, mostly in one review each) would take
+# vocabulary slots from useful merges; they become [UNK].
+MIN_CHAR_TEXTS = 20
