@@ -1,0 +1,309 @@
+"""Chapter 13's two training phases on IMDB, and the files a trained model ships as.
+
+``prepare`` turns the reviews into subword ids and batches; ``pretrain`` teaches a masked
+language model on the unlabelled and training reviews; ``finetune`` trains the sentiment
+classifier; ``save_trained`` / ``load_trained`` write and read the shipped model (safetensors
+weights in bfloat16, the tokenizer's JSON, and the configuration and results as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from attnlib.data.imdb import IMDB
+from attnlib.data.subwords import SubwordTokenizer
+from attnlib.encoder import SequenceClassifier
+from attnlib.schedules import linear_warmup_decay
+from attnlib.tasks.imdb import (
+    ImdbConfig,
+    LabelledBatch,
+    accuracy,
+    adamw,
+    classification_loss,
+    encode_reviews,
+    length_buckets,
+    mask_blocks,
+    masked_lm_loss,
+    pack_blocks,
+    pretraining_batches,
+    pretraining_flops_per_token,
+    shuffled,
+)
+from attnlib.training import History, fit
+
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "assets" / "imdb"
+
+
+@dataclass
+class ImdbData:
+    """Subword ids of every split: lists of (length,) int32 arrays, [CLS] first."""
+
+    config: ImdbConfig
+    train: list[np.ndarray]
+    train_labels: np.ndarray
+    valid: list[np.ndarray]
+    valid_labels: np.ndarray
+    test: list[np.ndarray]
+    test_labels: np.ndarray
+    test_texts: list[str]
+    pretrain: list[np.ndarray]
+    pretrain_valid: list[np.ndarray]
+
+
+def prepare(data: IMDB, tokenizer: SubwordTokenizer, config: ImdbConfig) -> ImdbData:
+    """Encode the reviews; hold out ``n_valid`` training reviews for validation (seeded).
+
+    Pretraining reads the unlabelled and the training reviews, never the test reviews; 1% of
+    them are held out to measure how well the masked words are restored.
+    """
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(
+            f"tokenizer has {tokenizer.vocab_size} ids but the configuration expects "
+            f"vocab_size={config.vocab_size}"
+        )
+    rng = random.Random(config.seed)
+    train_order = list(range(len(data.train.texts)))
+    rng.shuffle(train_order)
+    test_order = list(range(len(data.test.texts)))
+    rng.shuffle(test_order)
+    unlabelled_order = list(range(len(data.unlabelled.texts)))
+    if config.subset is not None:
+        train_order = train_order[: config.subset + config.n_valid]
+        test_order = sorted(test_order[: config.subset])
+        unlabelled_order = unlabelled_order[: config.subset]
+    valid_order, train_order = train_order[: config.n_valid], train_order[config.n_valid :]
+
+    def encode(texts: list[str]) -> list[np.ndarray]:
+        return encode_reviews(tokenizer, texts, config.max_len, config.head_tokens)
+
+    train_texts = [data.train.texts[i] for i in train_order]
+    train = encode(train_texts)
+    unlabelled = encode([data.unlabelled.texts[i] for i in unlabelled_order])
+    pretrain = unlabelled + train
+    rng.shuffle(pretrain)
+    # 1% of the reviews, and at least 16 so that a small subset still fills a held-out block.
+    held_out = max(16, len(pretrain) // 100)
+    test_texts = [data.test.texts[i] for i in test_order]
+    return ImdbData(
+        config=config,
+        train=train,
+        train_labels=data.train.labels[train_order].astype(np.int64),
+        valid=encode([data.train.texts[i] for i in valid_order]),
+        valid_labels=data.train.labels[valid_order].astype(np.int64),
+        test=encode(test_texts),
+        test_labels=data.test.labels[test_order].astype(np.int64),
+        test_texts=test_texts,
+        pretrain=pretrain[held_out:],
+        pretrain_valid=pretrain[:held_out],
+    )
+
+
+@dataclass
+class PhaseResult:
+    """What a training phase did: history, steps, tokens seen, seconds and throughput."""
+
+    history: History
+    steps: int
+    tokens: int
+    seconds: float
+    eval_seconds: float
+    device: str
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Training tokens per second of wall time, evaluation left out (compilation kept in)."""
+        return self.tokens / max(self.seconds - self.eval_seconds, 1e-9)
+
+
+def pretrain(
+    model: nn.Module,
+    data: ImdbData,
+    tokenizer: SubwordTokenizer,
+    device: torch.device,
+    compile_model: bool = False,
+    chunks: int = 20,
+    progress: bool = True,
+) -> PhaseResult:
+    """Masked-language-model training for ``config.pretrain_steps`` steps, in ``chunks`` parts.
+
+    The packed blocks live on ``device`` and batches are drawn there, so the GPU never waits
+    for the host. After each part, the accuracy of restoring held-out masked words is recorded.
+    """
+    config = data.config
+    model.to(device)
+    blocks = pack_blocks(data.pretrain, config.max_len, tokenizer.sep_id).to(device)
+    held_out = pack_blocks(data.pretrain_valid, config.max_len, tokenizer.sep_id)[:256].to(device)
+    generator = torch.Generator(device=device).manual_seed(config.seed + 1)
+    probe = mask_blocks(
+        held_out,
+        config.mask_fraction,
+        tokenizer.mask_id,
+        tokenizer.vocab_size,
+        tokenizer.mask_id + 1,
+        generator,
+    )
+    steps, chunks = config.pretrain_steps, min(chunks, config.pretrain_steps)
+    per_chunk = math.ceil(steps / chunks)
+    eval_seconds = 0.0
+
+    def batches(chunk: int):
+        count = min(per_chunk, steps - chunk * per_chunk)
+        return pretraining_batches(
+            blocks,
+            count,
+            config.pretrain_batch,
+            tokenizer,
+            config.mask_fraction,
+            config.seed * 1000 + chunk,
+        )
+
+    def evaluate(_: nn.Module) -> dict[str, float]:
+        nonlocal eval_seconds
+        start = time.perf_counter()
+        correct, total = 0, 0
+        for row in range(0, len(probe.inputs), 32):
+            part = slice(row, row + 32)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                logits = model(probe.inputs[part], positions=probe.positions[part])
+            correct += int((logits.argmax(-1) == probe.targets[part]).sum())
+            total += probe.targets[part].numel()
+        eval_seconds += time.perf_counter() - start
+        return {"masked_accuracy": correct / total}
+
+    trained = torch.compile(model) if compile_model else model
+    start = time.perf_counter()
+
+    def out_of_time(_: dict[str, float]) -> bool:
+        # A safety net for a fixed time slot: stop between parts, with the schedule unfinished.
+        limit = config.pretrain_max_seconds
+        return limit is not None and time.perf_counter() - start > limit
+
+    history = fit(
+        trained,
+        batches,
+        masked_lm_loss,
+        epochs=math.ceil(steps / per_chunk),
+        optimizer=adamw(model, config.pretrain_lr, config.weight_decay),
+        schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
+        evaluate=evaluate,
+        stop_when=out_of_time,
+        device=device,
+        progress=progress,
+    )
+    seconds = time.perf_counter() - start
+    tokens = history.steps * config.pretrain_batch * config.max_len
+    flops = pretraining_flops_per_token(config)
+    extra = {"blocks": len(blocks), "compiled": compile_model, "flops_per_token": flops}
+    return PhaseResult(history, history.steps, tokens, seconds, eval_seconds, str(device), extra)
+
+
+def finetune(
+    classifier: nn.Module,
+    data: ImdbData,
+    device: torch.device,
+    lr: float,
+    progress: bool = True,
+    test_every_epoch: bool = False,
+) -> PhaseResult:
+    """Train the sentiment classifier on length-bucketed batches; validation accuracy per epoch
+    (and test accuracy, for the record only, with ``test_every_epoch``)."""
+    config = data.config
+    classifier.to(device)
+    train_batches = length_buckets(data.train, data.train_labels, config.finetune_batch, device)
+    valid_batches = length_buckets(data.valid, data.valid_labels, 128, device)
+    test_batches = evaluation_batches(data, device) if test_every_epoch else []
+    steps = config.finetune_epochs * len(train_batches)
+    eval_seconds = 0.0
+
+    def evaluate(model: nn.Module) -> dict[str, float]:
+        nonlocal eval_seconds
+        start = time.perf_counter()
+        result = {"valid_accuracy": accuracy(model, valid_batches)}
+        if test_batches:
+            result["test_accuracy"] = accuracy(model, test_batches)
+        eval_seconds += time.perf_counter() - start
+        return result
+
+    start = time.perf_counter()
+    history = fit(
+        classifier,
+        lambda epoch: shuffled(train_batches, config.seed * 1000 + epoch),
+        partial(classification_loss, label_smoothing=config.label_smoothing),
+        epochs=config.finetune_epochs,
+        optimizer=adamw(classifier, lr, config.weight_decay),
+        schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
+        evaluate=evaluate,
+        device=device,
+        progress=progress,
+    )
+    seconds = time.perf_counter() - start
+    tokens = config.finetune_epochs * sum(int(b.key_mask.sum()) for b in train_batches)
+    return PhaseResult(history, history.steps, tokens, seconds, eval_seconds, str(device))
+
+
+def evaluation_batches(data: ImdbData, device: torch.device | str = "cpu") -> list[LabelledBatch]:
+    """The test reviews in length buckets of 128 (evaluation order = sorted by length)."""
+    return length_buckets(data.test, data.test_labels, 128, device)
+
+
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "results.json")
+
+
+def save_trained(
+    folder: str | Path,
+    classifier: SequenceClassifier,
+    tokenizer: SubwordTokenizer,
+    config: ImdbConfig,
+    results: dict,
+) -> Path:
+    """Write the shipped model: weights in bfloat16 (half the bytes), tokenizer, config, results."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = {
+        name: tensor.detach().to("cpu", torch.bfloat16).contiguous()
+        for name, tensor in classifier.state_dict().items()
+    }
+    with tempfile.TemporaryDirectory(dir=folder) as staging:
+        staged = Path(staging)
+        save_file(weights, staged / "model.safetensors")
+        tokenizer.save(staged / "tokenizer.json")
+        (staged / "config.json").write_text(json.dumps(config.to_dict(), indent=1) + "\n")
+        (staged / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+        # Replace the files only once all four are written: never a half-updated model.
+        for name in MODEL_FILES:
+            os.replace(staged / name, folder / name)
+    return folder
+
+
+def load_trained(
+    folder: str | Path,
+) -> tuple[SequenceClassifier, SubwordTokenizer, ImdbConfig, dict]:
+    """The shipped classifier (float32, eval mode), its tokenizer, configuration and results."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: not a trained IMDB model")
+    config = ImdbConfig(**json.loads((folder / "config.json").read_text()))
+    classifier = SequenceClassifier(config.transformer(), num_classes=2)
+    weights = {name: t.float() for name, t in load_file(folder / "model.safetensors").items()}
+    classifier.load_state_dict(weights)
+    tokenizer = SubwordTokenizer.load(folder / "tokenizer.json")
+    results = json.loads((folder / "results.json").read_text())
+    return classifier.eval(), tokenizer, config, results
