@@ -9,6 +9,10 @@ LAB_ARGS ?=
 # JupyterLab refuses to start as root (containers, CI) unless told it is meant.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+# Chapter 13's full configuration wants a GPU: CI runs it in quick mode, comparing only the
+# cells marked NBVAL_CHECK_OUTPUT (its stored outputs come from the full GPU run).
+GPU_NOTEBOOKS := $(wildcard notebooks/13_*.ipynb)
+CPU_NOTEBOOKS := $(filter-out $(GPU_NOTEBOOKS),$(NOTEBOOKS))
 NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-current-env \
 	--nbval-cell-timeout=900
 # The pip mirrors of some machines print one warning per package; keep the log readable.
@@ -48,7 +52,8 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/browser -q
 
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(NOTEBOOKS) -q
+	$(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(CPU_NOTEBOOKS) -q
+	$(if $(GPU_NOTEBOOKS),ATTNLIB_QUICK=1 $(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax $(GPU_NOTEBOOKS) -q)
 
 book: $(STAMP)
 	$(BIN)/python scripts/fetch_book_assets.py
@@ -64,8 +69,9 @@ browser: book
 
 test: lint unit notebooks book-check browser
 
+# Chapter 13 is left out: its stored outputs come from a run on a GPU (see the README).
 outputs: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py $(NOTEBOOKS)
+	$(BIN)/python scripts/execute_notebooks.py $(CPU_NOTEBOOKS)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
