@@ -65,9 +65,10 @@ class Encoder(nn.Module):
         self, source: torch.Tensor, lengths: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(batch, src_len) ids -> outputs (batch, src_len, hidden), summary (batch, hidden)."""
+        host_lengths = self._checked_lengths(source, lengths)
         embedded = self.embedding(source)
         packed = pack_padded_sequence(
-            embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
+            embedded, host_lengths, batch_first=True, enforce_sorted=False
         )
         packed_outputs, final = self.gru(packed)
         outputs, _ = pad_packed_sequence(
@@ -75,6 +76,50 @@ class Encoder(nn.Module):
         )
         summary = final.transpose(0, 1).reshape(source.shape[0], self.hidden_size)
         return outputs, torch.tanh(self.bridge(summary))
+
+    def _checked_lengths(self, source: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The lengths on the host, after checking them and the source ids against each other.
+
+        Packing needs the lengths on the host anyway; the smallest and largest source id travel
+        with them in that one copy, so on a GPU the checks add no host sync.
+        """
+        if not isinstance(source, torch.Tensor) or source.dim() != 2:
+            shape = tuple(source.shape) if isinstance(source, torch.Tensor) else type(source)
+            raise ValueError(f"source must be a 2-D tensor of ids (batch, src_len), got {shape}")
+        if source.dtype.is_floating_point or source.dtype == torch.bool:
+            raise TypeError(f"source ids must be integers, got dtype {source.dtype}")
+        lengths = torch.as_tensor(lengths)
+        if lengths.dim() != 1 or lengths.shape[0] != source.shape[0]:
+            raise ValueError(
+                f"lengths of shape {tuple(lengths.shape)} do not fit a batch of "
+                f"{source.shape[0]} sources: one length per row is needed"
+            )
+        if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+            raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
+        if source.numel() == 0:
+            raise ValueError(f"source must hold at least one id, got shape {tuple(source.shape)}")
+        id_range = torch.stack([source.min(), source.max()]).to(lengths.device, torch.long)
+        host = torch.cat([lengths.long(), id_range]).cpu()  # the one host copy
+        host_lengths, (smallest, largest) = host[:-2], host[-2:].tolist()
+        vocab_size = self.embedding.num_embeddings
+        if smallest < 0 or largest >= vocab_size:
+            bad = smallest if smallest < 0 else largest
+            raise ValueError(
+                f"source id {bad} is outside the encoder's vocabulary of {vocab_size} symbols "
+                f"(ids 0 to {vocab_size - 1}); was the source encoded with another vocabulary?"
+            )
+        padded = source.shape[1]
+        if (host_lengths < 1).any() or (host_lengths > padded).any():
+            bad = [
+                (row, length)
+                for row, length in enumerate(host_lengths.tolist())
+                if not 1 <= length <= padded
+            ]
+            shown = ", ".join(f"row {row}: {length}" for row, length in bad[:5])
+            raise ValueError(
+                f"lengths must lie between 1 and the padded source length {padded}; got {shown}"
+            )
+        return host_lengths
 
 
 class PlainDecoder(nn.Module):
@@ -227,6 +272,8 @@ class Seq2Seq(nn.Module):
         self, source: torch.Tensor, lengths: torch.Tensor, max_steps: int = 20
     ) -> Decoded:
         """Feed back the likeliest symbol until every row has produced the end symbol."""
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
         encoder_outputs, summary = self.encoder(source, lengths)
         mask = padding_mask(lengths.to(source.device), source.shape[1])
         state = self.decoder.init_state(summary, encoder_outputs)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,10 +74,11 @@ def fit(
     ``stop_when(metrics)`` ends training early, and so does ``max_steps`` optimizer steps; the
     last epoch's weights go to ``checkpoint_path``.
     """
-    if epochs < 1:
-        raise ValueError(f"epochs must be positive, got {epochs}")
-    if max_steps is not None and max_steps < 1:
-        raise ValueError(f"max_steps must be positive, got {max_steps}")
+    _check_count("epochs", epochs)
+    if max_steps is not None:
+        _check_count("max_steps", max_steps)
+    if isinstance(batches, Sized) and not callable(batches) and len(batches) == 0:
+        raise ValueError("fit was given no batches (an empty collection): nothing to train on")
     device = choose_device() if device is None else torch.device(device)
     model.to(device)
     optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr)
@@ -114,6 +116,11 @@ def fit(
                 bar.set_postfix(loss=f"{running.read(history.steps):.4f}", refresh=False)
             if max_steps is not None and history.steps >= max_steps:
                 break
+        if running.count == 0:
+            raise ValueError(
+                f"epoch {epoch + 1} of fit had no batches: the batches given "
+                f"({type(epoch_batches).__name__}) yielded nothing, so there is no loss to record"
+            )
         mean_loss = running.read(history.steps)
         metrics = _evaluate(model, evaluate)
         history.record(mean_loss, metrics, time.perf_counter() - start, _lr(optimizer))
@@ -130,6 +137,14 @@ def fit(
 
 
 _REDRAW_SECONDS = 0.5
+
+
+def _check_count(name: str, value: object) -> None:
+    """Require a positive int (not a float such as 3.0, nor a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
 
 
 class _RunningLoss:
@@ -177,10 +192,18 @@ def save_checkpoint(
     path: str | Path,
     model: nn.Module,
     optimizer: torch.optim.Optimizer | None = None,
-    **extra: int | float | str,
+    **extra: int | float | str | bool | None | list | dict,
 ) -> Path:
-    """Write model (and optimizer) state atomically: a crash never leaves a half-written file."""
+    """Write model (and optimizer) state atomically: a crash never leaves a half-written file.
+
+    ``extra`` values must be plain Python data (int, float, str, bool, None, and lists, tuples
+    and dicts of them), what :func:`load_checkpoint` can read back under
+    ``weights_only=True``; anything else (a NumPy scalar, a Path) is refused here, naming the key,
+    rather than written into a file that could not be loaded.
+    """
     path = Path(path)
+    for key, value in extra.items():
+        _check_plain(value, key, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"model": model.state_dict(), "extra": dict(extra)}
     if optimizer is not None:
@@ -196,21 +219,81 @@ def save_checkpoint(
     return path
 
 
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _check_plain(value: object, key: str, path: Path) -> None:
+    """Refuse an extra value that ``torch.load(weights_only=True)`` could not read back."""
+    if type(value) in _PLAIN:  # exact types: an np.float64 is a float subclass, and refused
+        return
+    if type(value) in (list, tuple):
+        for index, item in enumerate(value):
+            _check_plain(item, f"{key}[{index}]", path)
+        return
+    if type(value) is dict:
+        for name, item in value.items():
+            if type(name) not in _PLAIN:
+                raise TypeError(
+                    f"checkpoint extra {key} for {path} has a key {name!r} of type "
+                    f"{type(name).__name__}; only int, float, str, bool or None keys can be "
+                    "loaded back"
+                )
+            _check_plain(item, f"{key}[{name!r}]", path)
+        return
+    raise TypeError(
+        f"checkpoint extra {key} for {path} is a {type(value).__module__}."
+        f"{type(value).__qualname__} ({value!r}), which load_checkpoint could not read back "
+        "(weights_only=True); pass plain int, float, str, bool or None (e.g. float(x), str(p))"
+    )
+
+
 def load_checkpoint(
     path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer | None = None
 ) -> dict:
     """Load weights saved by :func:`save_checkpoint` (tensors only: ``weights_only=True``).
 
+    All or nothing: the whole file is read and its parameter names and shapes checked against
+    the model before anything is changed, and an optimizer that refuses its saved state is left
+    as it was, so a failed load leaves the model's and the optimizer's state untouched.
     Fails with the names of the missing, unexpected and mis-shaped parameters when the
-    checkpoint belongs to another model. Returns the extra values saved with it.
+    checkpoint belongs to another model; every error names the file. Returns the extra values.
     """
-    state = torch.load(Path(path), map_location="cpu", weights_only=True)
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}") from None
+    except Exception as error:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()  # torch's message has colours
+        first_line = text.splitlines()[0] if text else ""
+        raise ValueError(
+            f"cannot read checkpoint {path}: the file is truncated or corrupt, or holds objects "
+            "that torch.load(weights_only=True) refuses, or was not written by "
+            f"attnlib.training.save_checkpoint ({type(error).__name__}: {first_line})"
+        ) from error
     if not isinstance(state, dict) or "model" not in state:
         raise ValueError(f"{path} is not a checkpoint written by attnlib.training.save_checkpoint")
     _check_compatible(state["model"], model.state_dict(), path)
-    model.load_state_dict(state["model"])
-    if optimizer is not None and "optimizer" in state:
-        optimizer.load_state_dict(state["optimizer"])
+    before = optimizer.state_dict() if optimizer is not None else None
+    try:
+        # The optimizer first: torch checks its groups before changing anything, and if the
+        # model then failed, the optimizer goes back to ``before`` (references, no copies).
+        if optimizer is not None and "optimizer" in state:
+            try:
+                optimizer.load_state_dict(state["optimizer"])
+            except Exception as error:
+                raise ValueError(
+                    f"checkpoint {path} does not match the optimizer "
+                    f"({type(error).__name__}: {error}); nothing was loaded"
+                ) from error
+        try:
+            model.load_state_dict(state["model"])  # names and shapes were checked above
+        except Exception as error:
+            raise ValueError(f"cannot load checkpoint {path} into the model: {error}") from error
+    except ValueError:
+        if optimizer is not None:
+            optimizer.load_state_dict(before)
+        raise
     return state.get("extra", {})
 
 

@@ -270,3 +270,72 @@ def test_load_from_torch_with_bias_kv():
     reference = nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True)
     with pytest.raises(ValueError, match="add_bias_kv or add_zero_attn cannot be copied"):
         MultiHeadAttention(8, 2).load_from_torch(reference)
+
+
+# Part II: the seq2seq models, batching and the date task's configuration.
+
+
+def _seq2seq():
+    from attnlib.data.text import CharVocab
+    from attnlib.seq2seq import build_model
+
+    source, target = CharVocab("abcdefgh"), CharVocab("abcdef")  # 12 and 10 symbols
+    return build_model("bahdanau", source, target, 8, 16, 8)
+
+
+def test_source_ids_outside_the_vocabulary():
+    model = _seq2seq()
+    source = torch.tensor([[4, 5, 12], [4, 5, 6]])
+    message = "source id 12 is outside the encoder's vocabulary of 12 symbols (ids 0 to 11)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model(source, torch.tensor([3, 3]), torch.zeros(2, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="source id -1 is outside"):
+        model.greedy_decode(torch.tensor([[4, -1]]), torch.tensor([2]))
+
+
+def test_lengths_that_disagree_with_the_batch():
+    model = _seq2seq()
+    message = "lengths of shape (3,) do not fit a batch of 2 sources"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.greedy_decode(torch.ones(2, 4, dtype=torch.long), torch.tensor([4, 4, 4]))
+
+
+def test_lengths_beyond_the_padded_length_or_zero():
+    model = _seq2seq()
+    message = "lengths must lie between 1 and the padded source length 4; got row 1: 5, row 2: 0"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.greedy_decode(torch.ones(3, 4, dtype=torch.long), torch.tensor([4, 5, 0]))
+
+
+def test_float_lengths_and_float_source_are_refused():
+    model = _seq2seq()
+    with pytest.raises(TypeError, match="lengths must be integers, got dtype torch.float32"):
+        model.greedy_decode(torch.ones(1, 4, dtype=torch.long), torch.tensor([4.0]))
+    with pytest.raises(TypeError, match="source ids must be integers, got dtype torch.float32"):
+        model.greedy_decode(torch.ones(1, 4), torch.tensor([4]))
+
+
+@pytest.mark.parametrize("max_steps", [0, -1, 2.0])
+def test_greedy_decode_needs_a_positive_int_of_steps(max_steps):
+    model = _seq2seq()
+    message = f"max_steps must be a positive integer, got {max_steps!r}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.greedy_decode(torch.ones(1, 4, dtype=torch.long), torch.tensor([4]), max_steps)
+
+
+def test_make_batches_refuses_a_float_batch_size():
+    from attnlib.data.text import CharVocab, make_batches
+
+    vocab = CharVocab("ab")
+    with pytest.raises(TypeError, match="batch_size must be an int, got float 32.0"):
+        make_batches([("a", "b")], vocab, vocab, 32.0)
+
+
+@pytest.mark.parametrize("field", ["epochs", "batch_size"])
+def test_date_task_config_refuses_floats(field):
+    from attnlib.tasks.dates import DateTaskConfig
+
+    with pytest.raises(TypeError, match=f"DateTaskConfig.{field} must be an int, got float 3.0"):
+        DateTaskConfig(**{field: 3.0})
+    with pytest.raises(ValueError, match=f"DateTaskConfig.{field} must be positive, got 0"):
+        DateTaskConfig(**{field: 0})

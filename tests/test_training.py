@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -124,3 +128,120 @@ def test_epoch_loss_is_the_mean_of_the_step_losses():
     model = nn.Linear(1, 1)
     history = fit(model, batches, lambda m, b: m.weight.sum() * 0 + next(values), progress=False)
     assert history.train_loss == [pytest.approx(3.0)]
+
+
+def test_fit_on_no_batches_is_refused_not_recorded_as_zero_loss():
+    with pytest.raises(ValueError, match=r"fit was given no batches \(an empty collection\)"):
+        fit(nn.Linear(1, 1), [], loss, progress=False)
+    with pytest.raises(ValueError, match="epoch 1 of fit had no batches"):
+        fit(nn.Linear(1, 1), lambda epoch: iter([]), loss, progress=False, device="cpu")
+
+
+@pytest.mark.parametrize("name", ["epochs", "max_steps"])
+def test_fit_refuses_float_counts(name):
+    with pytest.raises(TypeError, match=f"{name} must be an int, got float 2.0"):
+        fit(nn.Linear(1, 1), [object()], loss, progress=False, **{name: 2.0})
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [(np.float64(0.5), "numpy.float64"), (np.int64(3), "numpy.int64"), (Path("x"), "PosixPath")],
+)
+def test_save_refuses_extras_that_load_could_not_read(tmp_path, value, kind):
+    model = build_model("none", SOURCE, TARGET, 8, 16)
+    with pytest.raises(TypeError, match=rf"checkpoint extra score for .* is a [\w.]*{kind} "):
+        save_checkpoint(tmp_path / "model.pt", model, score=value)
+    assert not list(tmp_path.iterdir())  # nothing written
+    with pytest.raises(TypeError, match=r"checkpoint extra runs\[1\]\['loss'\] for "):
+        save_checkpoint(tmp_path / "model.pt", model, runs=[{"loss": 1.0}, {"loss": value}])
+    with pytest.raises(TypeError, match=r"checkpoint extra table for .* has a key .* of type"):
+        save_checkpoint(tmp_path / "model.pt", model, table={value: 1.0})
+
+
+def test_save_accepts_plain_extras_and_load_reads_them_back(tmp_path):
+    model = build_model("none", SOURCE, TARGET, 8, 16)
+    extra = {
+        "a": 1,
+        "b": 0.5,
+        "c": "s",
+        "d": True,
+        "e": None,
+        "f": [1, (2.0, "t")],
+        "g": {3: [None]},
+    }
+    path = save_checkpoint(tmp_path / "model.pt", model, **extra)
+    assert load_checkpoint(path, model) == extra
+
+
+def _snapshot(model, optimizer):
+    weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    state = {
+        index: {key: value.clone() for key, value in values.items()}
+        for index, values in optimizer.state_dict()["state"].items()
+    }
+    return weights, state
+
+
+def _assert_unchanged(model, optimizer, snapshot):
+    weights, state = snapshot
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, weights[name]), name
+    now = optimizer.state_dict()["state"]
+    assert now.keys() == state.keys()
+    for index, values in state.items():
+        for key, value in values.items():
+            assert torch.equal(now[index][key], value), (index, key)
+
+
+def _trained(hidden, optimizer_groups=1, seed=0):
+    seed_everything(seed)
+    source_vocab, target_vocab, batches = tiny_task()
+    model = build_model("none", source_vocab, target_vocab, 8, hidden)
+    parameters = list(model.parameters())
+    groups = [{"params": parameters[i::optimizer_groups]} for i in range(optimizer_groups)]
+    optimizer = torch.optim.Adam(groups, lr=1e-2)
+    fit(model, batches, loss, optimizer=optimizer, progress=False, device="cpu")
+    return model, optimizer
+
+
+def test_failed_load_leaves_model_and_optimizer_untouched(tmp_path):
+    saved_model, saved_optimizer = _trained(16)
+    path = save_checkpoint(tmp_path / "model.pt", saved_model, saved_optimizer)
+    # Shape mismatch: the model check fails before anything is loaded.
+    model, optimizer = _trained(32, seed=1)
+    before = _snapshot(model, optimizer)
+    with pytest.raises(ValueError, match="does not match the model"):
+        load_checkpoint(path, model, optimizer)
+    _assert_unchanged(model, optimizer, before)
+    # Same model, optimizer with another grouping: neither the optimizer nor the model changes.
+    model, optimizer = _trained(16, optimizer_groups=2, seed=2)
+    before = _snapshot(model, optimizer)
+    with pytest.raises(ValueError, match=f"checkpoint {path} does not match the optimizer"):
+        load_checkpoint(path, model, optimizer)
+    _assert_unchanged(model, optimizer, before)
+
+
+def test_load_with_optimizer_round_trip(tmp_path):
+    saved_model, saved_optimizer = _trained(16)
+    path = save_checkpoint(tmp_path / "model.pt", saved_model, saved_optimizer)
+    model, optimizer = _trained(16, seed=3)
+    load_checkpoint(path, model, optimizer)
+    _assert_unchanged(model, optimizer, _snapshot(saved_model, saved_optimizer))
+
+
+@pytest.mark.parametrize("keep", [0, 10, 200, -20])
+def test_truncated_or_corrupt_checkpoint_names_the_file(tmp_path, keep):
+    path = save_checkpoint(tmp_path / "model.pt", build_model("none", SOURCE, TARGET, 8, 16))
+    data = path.read_bytes()
+    path.write_bytes(data[:keep] if keep >= 0 else data[:keep] + b"garbage")
+    model = build_model("none", SOURCE, TARGET, 8, 16)
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    with pytest.raises(ValueError, match=f"cannot read checkpoint {re.escape(str(path))}"):
+        load_checkpoint(path, model)
+    assert all(torch.equal(t, before[n]) for n, t in model.state_dict().items())
+
+
+def test_missing_checkpoint_names_the_file(tmp_path):
+    path = tmp_path / "absent.pt"
+    with pytest.raises(FileNotFoundError, match=f"no checkpoint at {re.escape(str(path))}"):
+        load_checkpoint(path, build_model("none", SOURCE, TARGET, 8, 16))

@@ -97,6 +97,10 @@ def make_batches(
     seed: int = 0,
 ) -> list[Batch]:
     """Cut (source, target) pairs into padded batches, optionally shuffled with ``seed``."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(
+            f"batch_size must be an int, got {type(batch_size).__name__} {batch_size!r}"
+        )
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     if not pairs:

@@ -54,6 +54,18 @@ class DateTaskConfig:
     hidden_size: int = 64
     attention_size: int = 64
 
+    def __post_init__(self) -> None:
+        counts = ("n_train", "n_valid", "n_test", "epochs", "batch_size")
+        sizes = ("embedding_dim", "hidden_size", "attention_size")
+        for name in counts + sizes:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(
+                    f"DateTaskConfig.{name} must be an int, got {type(value).__name__} {value!r}"
+                )
+            if value < 1:
+                raise ValueError(f"DateTaskConfig.{name} must be positive, got {value}")
+
     @classmethod
     def for_mode(cls, **overrides) -> DateTaskConfig:
         """The default configuration, shrunk when ``ATTNLIB_QUICK=1``."""
