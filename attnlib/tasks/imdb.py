@@ -64,8 +64,8 @@ class ImdbConfig:
                 pretrain_steps=min(config.pretrain_steps, 4),
                 pretrain_batch=min(config.pretrain_batch, 4),
                 finetune_epochs=1,
-                n_valid=64,
-                subset=config.subset or 160,
+                n_valid=32,
+                subset=config.subset or 64,
             )
         return config
 
