@@ -132,22 +132,22 @@ def pack_blocks(reviews: Sequence[np.ndarray], block: int, sep_id: int) -> torch
     return torch.from_numpy(stream[: n_blocks * block].astype(np.int64)).view(n_blocks, block)
 
 
+class TensorBatch:
+    """A dataclass of tensors that moves to a device as a whole (``fit`` calls ``.to``)."""
+
+    def to(self, device: torch.device):
+        """The same batch with every tensor on ``device``."""
+        tensors = (getattr(self, name) for name in self.__dataclass_fields__)
+        return type(self)(*(t.to(device, non_blocking=True) for t in tensors))
+
+
 @dataclass
-class MaskedBatch:
+class MaskedBatch(TensorBatch):
     """Some tokens hidden: inputs (batch, seq), positions (batch, k), targets (batch, k)."""
 
     inputs: torch.Tensor
     positions: torch.Tensor
     targets: torch.Tensor
-
-    def to(self, device: torch.device) -> MaskedBatch:
-        """The same batch on ``device``."""
-        return MaskedBatch(*(t.to(device, non_blocking=True) for t in asdict_shallow(self)))
-
-
-def asdict_shallow(batch) -> tuple[torch.Tensor, ...]:
-    """The tensors of a batch dataclass, in field order."""
-    return tuple(getattr(batch, name) for name in batch.__dataclass_fields__)
 
 
 def mask_blocks(
@@ -211,16 +211,12 @@ def masked_lm_loss(model: nn.Module, batch: MaskedBatch) -> torch.Tensor:
 
 
 @dataclass
-class LabelledBatch:
+class LabelledBatch(TensorBatch):
     """Reviews: ids (batch, seq), key_mask (batch, seq) (True = real token), labels (batch,)."""
 
     ids: torch.Tensor
     key_mask: torch.Tensor
     labels: torch.Tensor
-
-    def to(self, device: torch.device) -> LabelledBatch:
-        """The same batch on ``device``."""
-        return LabelledBatch(*(t.to(device, non_blocking=True) for t in asdict_shallow(self)))
 
 
 def length_buckets(
