@@ -23,6 +23,8 @@ from IPython.display import HTML
 from attnlib.reference import MASK_KINDS
 
 SCRIPTS = ("attention.js", "encoder.js", "explorers.js", "encoder_explorers.js")
+# Chapter 13's explorer carries its own set (attnlib.live.imdb): the model, not chapters 07-09.
+IMDB_SCRIPTS = ("attention.js", "explorers.js", "imdb.js", "imdb_explorer.js")
 FALLBACK = (
     "This explorer runs in your browser with JavaScript. If you can read this, the script did "
     "not run: in JupyterLab, run the cell (or trust the notebook) to start it."
@@ -32,20 +34,24 @@ FALLBACK = (
 @cache
 def script_source(name: str) -> str:
     """The text of one of the package's JavaScript files."""
-    if name not in SCRIPTS:
-        raise ValueError(f"unknown script {name!r}; expected one of {SCRIPTS}")
+    known = SCRIPTS + tuple(name for name in IMDB_SCRIPTS if name not in SCRIPTS)
+    if name not in known:
+        raise ValueError(f"unknown script {name!r}; expected one of {known}")
     return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
 
 
 @cache
-def bundle() -> str:
-    """Every script in one ``<script>`` body, defined once per page however often it appears."""
-    sources = [script_source(name) for name in SCRIPTS]
-    for name, source in zip(SCRIPTS, sources, strict=True):
+def bundle(scripts: tuple[str, ...] = SCRIPTS, prelude: str = "") -> str:
+    """Every script in one ``<script>`` body, defined once per page however often it appears.
+
+    ``prelude`` is JavaScript run once before the scripts (chapter 13's kernel bytes).
+    """
+    sources = [script_source(name) for name in scripts]
+    for name, source in zip(scripts, sources, strict=True):
         if "</script" in source.lower() or "<!--" in source:
             raise ValueError(f"{name} contains text that would end an inline <script>")
-    version = hashlib.sha256("\n".join(sources).encode()).hexdigest()[:12]
-    body = "\n".join(sources)
+    body = "\n".join(([prelude] if prelude else []) + sources)
+    version = hashlib.sha256(body.encode()).hexdigest()[:12]
     return (
         "(function () {\n"
         '"use strict";\n'
@@ -62,16 +68,23 @@ def bundle() -> str:
     )
 
 
-def snippet(explorer: str, attributes: dict[str, str] | None = None) -> str:
-    """The HTML of one explorer: its root element, then the script that builds it."""
+def snippet(
+    explorer: str,
+    attributes: dict[str, str] | None = None,
+    fallback: str | None = None,
+    script: str | None = None,
+) -> str:
+    """The HTML of one explorer: its root element (holding ``fallback``, HTML, until the script
+    replaces it), then the script that builds it (default: :func:`bundle`)."""
     extra = "".join(
         f' data-{key}="{html.escape(value, quote=True)}"'
         for key, value in (attributes or {}).items()
     )
+    inner = f"<p>{FALLBACK}</p>" if fallback is None else fallback
     return (
         f'<div class="attnlib-live tex2jax_ignore mathjax_ignore" id="attnlib-live-{explorer}" '
-        f'data-explorer="{explorer}"{extra}><p>{FALLBACK}</p></div>\n'
-        f"<script>\n{bundle()}\n</script>"
+        f'data-explorer="{explorer}"{extra}>{inner}</div>\n'
+        f"<script>\n{bundle() if script is None else script}\n</script>"
     )
 
 

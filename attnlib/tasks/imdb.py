@@ -118,6 +118,39 @@ def encode_reviews(
     return reviews
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the classifier makes of one review: its tokens, P(positive), every attention map."""
+
+    tokens: list[str]  # (n,) with [CLS] first
+    ids: np.ndarray  # (n,) int32
+    probability: float  # P(positive)
+    weights: torch.Tensor  # (layers, heads, n, n), float32 on the CPU
+
+
+def read_review(
+    model: nn.Module, tokenizer: SubwordTokenizer, text: str, max_len: int, head_tokens: int
+) -> Reading:
+    """Run a classifier on one review, cut as :func:`encode_reviews` cuts it (eval mode)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    (ids,) = encode_reviews(tokenizer, [text], max_len, head_tokens)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        logits, weights = model(
+            torch.as_tensor(ids, dtype=torch.long, device=device)[None], None, True
+        )
+    model.train(was_training)
+    return Reading(
+        tokens=[tokenizer.id_to_token(int(i)) for i in ids],
+        ids=ids,
+        probability=float(logits.float().softmax(-1)[0, 1]),
+        weights=weights[0].float().cpu(),
+    )
+
+
 def pack_blocks(reviews: Sequence[np.ndarray], block: int, sep_id: int) -> torch.Tensor:
     """Concatenate reviews, each followed by [SEP], and cut into rows: (n_blocks, block).
 

@@ -1,0 +1,394 @@
+/* attnlib live: chapter 13's explorer, the trained IMDB classifier in the reader's browser.
+ *
+ * Needs attention.js, explorers.js (the DOM helpers) and imdb.js (the model) first, and the
+ * WebAssembly kernel's bytes as window.attnlibImdbWasm (base64), all inlined by
+ * attnlib/live/imdb.py. Nothing is downloaded until the reader presses the button; then the
+ * tokenizer, config and weights come from the folder named by the root's data-base (the book
+ * serves attnlib/assets/imdb/ as _static/imdb/). Stable hooks for tests and readers:
+ *   root      .attnlib-live[data-explorer="imdb"]; data-state "idle" | "loading" | "ready" |
+ *             "error"; once ready, data-predictions (a count), data-probability (full
+ *             precision), data-heatmap ("layer,head,tokens"), data-first-ms, data-last-ms
+ *   controls  [data-control="load" (button) | "review" (textarea) | "layer" | "head" (selects)
+ *             | "example" (buttons, data-example="positive" | "negative" | "mixed")]
+ *   readouts  [data-readout="progress" | "label" | "probability" (4 decimals) | "tokens" (one
+ *             span per token) | "heatmap" (canvas) | "hover" | "most-read" (table) | "timing"
+ *             | "error"]
+ */
+(function (root) {
+  "use strict";
+
+  function live() {
+    var api = root.attnlibLive;
+    if (!api || !api.dom || !api.register || !root.attnlibImdb) {
+      throw new Error("attnlib live: load attention.js, explorers.js and imdb.js first");
+    }
+    return api;
+  }
+
+  var dom = live().dom;
+  var el = dom.el;
+  var imdb = root.attnlibImdb;
+  var STYLE_ID = "attnlib-imdb-style";
+  var CSS = [
+    ".attnlib-live[data-explorer=imdb] textarea{width:100%;height:7em;font-family:inherit;",
+    "font-size:.9rem}",
+    ".attnlib-live .al-tokens{display:flex;flex-wrap:wrap;gap:2px;max-height:14em;",
+    "overflow-y:auto;margin:.3em 0}",
+    ".attnlib-live .al-token{font-family:SFMono-Regular,Menlo,Consolas,monospace;",
+    "font-size:.8rem;padding:0 .25em;border-radius:3px;border:1px solid rgba(128,128,128,.3)}",
+    ".attnlib-live .al-verdict{font-size:1.1rem;font-weight:600}",
+    ".attnlib-live .al-bar{display:inline-block;width:10em;max-width:40vw;height:.8em;",
+    "border:1px solid rgba(128,128,128,.6);border-radius:3px;vertical-align:middle;",
+    "background:linear-gradient(90deg,#c0392b 0%,#c0392b var(--neg),#27ae60 var(--neg))}",
+    ".attnlib-live canvas.al-heatmap{max-width:100%;height:auto;image-rendering:pixelated;",
+    "border:1px solid rgba(128,128,128,.4);touch-action:none}",
+    ".attnlib-live progress{width:14em;max-width:100%}",
+  ].join("");
+
+  var EXAMPLES = {
+    positive: "A wonderful film. The acting is superb, the story moved me, and I would " +
+      "happily watch it again.",
+    negative: "A dull, lifeless mess. The plot makes no sense, the dialogue is awful, and I " +
+      "wanted my two hours back.",
+    mixed: "The first half is gripping and beautifully shot, but the ending is rushed and " +
+      "the villain is a cliche.",
+  };
+
+  function injectStyle() {
+    if (document.getElementById(STYLE_ID)) {
+      return;
+    }
+    var style = document.createElement("style");
+    style.id = STYLE_ID;
+    style.textContent = CSS;
+    document.head.appendChild(style);
+  }
+
+  function megabytes(bytes) {
+    return (bytes / 1e6).toFixed(1) + " MB";
+  }
+
+  function base64Bytes(text) {
+    var binary = atob(text);
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) {
+      bytes[i] = binary.charCodeAt(i);
+    }
+    return bytes;
+  }
+
+  // fetch(url) as an ArrayBuffer, calling onBytes(received) as the chunks arrive.
+  function download(url, onBytes) {
+    return fetch(url).then(function (response) {
+      if (!response.ok) {
+        throw new Error("HTTP " + response.status + " for " + url);
+      }
+      if (!response.body || !response.body.getReader) {
+        return response.arrayBuffer();
+      }
+      var reader = response.body.getReader();
+      var chunks = [];
+      var received = 0;
+      function pump() {
+        return reader.read().then(function (step) {
+          if (step.done) {
+            var all = new Uint8Array(received);
+            var at = 0;
+            chunks.forEach(function (chunk) {
+              all.set(chunk, at);
+              at += chunk.length;
+            });
+            return all.buffer;
+          }
+          chunks.push(step.value);
+          received += step.value.length;
+          onBytes(received);
+          return pump();
+        });
+      }
+      return pump();
+    });
+  }
+
+  // The viridis colour of t in [0, 1] as [r, g, b].
+  function rgb(t) {
+    return dom.viridis(t).match(/\d+/g).map(Number);
+  }
+
+  function mountImdb(rootElement) {
+    var base = rootElement.getAttribute("data-base") || "";
+    var size = parseInt(rootElement.getAttribute("data-size"), 10) || 0;
+    var initialText = rootElement.getAttribute("data-example") || EXAMPLES.mixed;
+    dom.start(rootElement, "imdb");
+    injectStyle();
+    rootElement.setAttribute("data-state", "idle");
+
+    var load = el("button", { "data-control": "load" },
+      ["Run the model in this page (downloads " + megabytes(size) + ")"]);
+    var progress = el("progress", { max: size || 1, value: 0 });
+    var progressText = el("span", { "data-readout": "progress" }, [""]);
+    var progressRow = el("div", { class: "al-row", hidden: true }, [progress, progressText]);
+    var error = el("p", { class: "al-error", "data-readout": "error", hidden: true }, [""]);
+    var workspace = el("div", { hidden: true });
+    rootElement.appendChild(el("p", { class: "al-title" },
+      ["The trained classifier, running in your browser"]));
+    rootElement.appendChild(el("p", { class: "al-note" }, [
+      "Type a review and the model of this chapter reads it here: no Python, no server. " +
+      "It needs its weights and tokenizer first (" + megabytes(size) + ", downloaded once, " +
+      "when you press the button)."]));
+    rootElement.appendChild(el("div", { class: "al-row" }, [load]));
+    rootElement.appendChild(progressRow);
+    rootElement.appendChild(error);
+    rootElement.appendChild(workspace);
+    dom.keepKeys(rootElement);
+
+    function fail(message) {
+      rootElement.setAttribute("data-state", "error");
+      progressRow.hidden = true;
+      error.hidden = false;
+      error.textContent = message;
+      load.disabled = false;
+    }
+
+    load.addEventListener("click", function () {
+      var started = performance.now();
+      load.disabled = true;
+      error.hidden = true;
+      progressRow.hidden = false;
+      rootElement.setAttribute("data-state", "loading");
+      progressText.textContent = "downloading…";
+      var received = { model: 0, tokenizer: 0 };
+      var show = function () {
+        var total = received.model + received.tokenizer;
+        progress.value = total;
+        progressText.textContent = "downloading: " + megabytes(total) + " of " + megabytes(size);
+      };
+      var json = function (name) {
+        return download(base + name, function (n) {
+          if (name === "tokenizer.json") {
+            received.tokenizer = n;
+            show();
+          }
+        }).then(function (buffer) {
+          return JSON.parse(new TextDecoder().decode(buffer));
+        });
+      };
+      Promise.all([
+        json("config.json"),
+        json("tokenizer.json"),
+        download(base + "model.safetensors", function (n) {
+          received.model = n;
+          show();
+        }),
+      ]).then(function (files) {
+        progressText.textContent = "preparing the model…";
+        // Let the browser paint the message before the synchronous set-up.
+        return new Promise(function (resolve) {
+          setTimeout(function () {
+            resolve(files);
+          }, 0);
+        });
+      }).then(function (files) {
+        var wasm = root.attnlibImdbWasm ? base64Bytes(root.attnlibImdbWasm) : null;
+        var model = new imdb.Classifier(imdb.readSafetensors(files[2]), files[0], { wasm: wasm });
+        var tokenizer = new imdb.Tokenizer(files[1]);
+        progressRow.hidden = true;
+        load.hidden = true;
+        ready(model, tokenizer, started);
+      }).catch(function (problem) {
+        fail("Could not load the model from " + (base || "this page's folder") + ": " +
+          problem.message + ". The live model runs in the published book (make book); in " +
+          "JupyterLab, the Python cells of this chapter run the same model.");
+      });
+    });
+
+    function ready(model, tokenizer, started) {
+      var config = model.config;
+      var review = el("textarea", { "data-control": "review", "aria-label": "a review",
+        spellcheck: "false" });
+      review.value = initialText;
+      var examples = Object.keys(EXAMPLES).map(function (name) {
+        var button = el("button", { "data-control": "example", "data-example": name },
+          [name]);
+        button.addEventListener("click", function () {
+          review.value = EXAMPLES[name];
+          run();
+        });
+        return button;
+      });
+      var layer = el("select", { "data-control": "layer", "aria-label": "layer" },
+        Array.from({ length: config.num_layers }, function (_, l) {
+          return el("option", { value: l, selected: l === config.num_layers - 1 },
+            [String(l + 1)]);
+        }));
+      var head = el("select", { "data-control": "head", "aria-label": "head" },
+        Array.from({ length: config.num_heads }, function (_, h) {
+          return el("option", { value: h }, [String(h + 1)]);
+        }).concat([el("option", { value: "mean" }, ["mean of heads"])]));
+      var label = el("span", { class: "al-verdict", "data-readout": "label" }, [""]);
+      var probability = el("output", { "data-readout": "probability" }, [""]);
+      var bar = el("span", { class: "al-bar", "aria-hidden": "true" });
+      var counts = el("p", { class: "al-note" }, [""]);
+      var tokens = el("div", { class: "al-tokens", "data-readout": "tokens" });
+      var canvas = el("canvas", { class: "al-heatmap", "data-readout": "heatmap",
+        role: "img", "aria-label": "attention weights" });
+      var hover = el("p", { class: "al-note", "data-readout": "hover" },
+        ["Point at the map to read one weight."]);
+      var mostRead = el("div", {});
+      var timing = el("p", { class: "al-note", "data-readout": "timing" }, [""]);
+
+      workspace.appendChild(el("div", { class: "al-row" }, [el("span", {}, ["examples:"])]
+        .concat(examples)));
+      workspace.appendChild(review);
+      workspace.appendChild(el("div", { class: "al-row" }, [label, bar,
+        el("span", {}, ["P(positive) = ", probability])]));
+      workspace.appendChild(counts);
+      workspace.appendChild(tokens);
+      workspace.appendChild(el("div", { class: "al-row" }, [
+        el("label", {}, ["layer", layer]), el("label", {}, ["head", head])]));
+      workspace.appendChild(el("div", { class: "al-scroll" }, [canvas]));
+      workspace.appendChild(hover);
+      workspace.appendChild(mostRead);
+      workspace.appendChild(timing);
+      workspace.hidden = false;
+      dom.keepKeys(rootElement);
+
+      var current = null;
+      var predictions = 0;
+      var pending = null;
+
+      function chosenWeights() {
+        var l = parseInt(layer.value, 10);
+        var heads = current.weights[l];
+        var n = current.ids.length;
+        return head.value === "mean" ? imdb.meanOfHeads(heads, n) :
+          heads[parseInt(head.value, 10)];
+      }
+
+      function drawAttention() {
+        var n = current.ids.length;
+        var weights = chosenWeights();
+        var received = imdb.attentionReceived(weights, n);
+        var largest = 0;
+        for (var i = 0; i < weights.length; i++) {
+          largest = Math.max(largest, weights[i]);
+        }
+        var cell = Math.max(1, Math.floor(480 / n));
+        canvas.width = n * cell;
+        canvas.height = n * cell;
+        var context = canvas.getContext("2d");
+        var image = context.createImageData(n * cell, n * cell);
+        for (var q = 0; q < n; q++) {
+          for (var k = 0; k < n; k++) {
+            var colour = rgb(largest > 0 ? weights[q * n + k] / largest : 0);
+            for (var dy = 0; dy < cell; dy++) {
+              for (var dx = 0; dx < cell; dx++) {
+                var at = 4 * ((q * cell + dy) * n * cell + k * cell + dx);
+                image.data[at] = colour[0];
+                image.data[at + 1] = colour[1];
+                image.data[at + 2] = colour[2];
+                image.data[at + 3] = 255;
+              }
+            }
+          }
+        }
+        context.putImageData(image, 0, 0);
+        canvas.style.width = Math.min(480, n * cell) + "px";
+        var which = "layer " + (parseInt(layer.value, 10) + 1) + ", " +
+          (head.value === "mean" ? "mean of heads" : "head " + (parseInt(head.value, 10) + 1));
+        canvas.setAttribute("aria-label", "attention weights of " + which + ": " + n +
+          " queries down, " + n + " keys across; the brightest is " + largest.toFixed(4));
+        rootElement.setAttribute("data-heatmap", [layer.value, head.value, n].join(","));
+        var mostReceived = Math.max.apply(null, received);
+        Array.prototype.forEach.call(tokens.children, function (chip, j) {
+          var share = received[j] / (mostReceived || 1);
+          chip.style.background = "rgba(31,119,180," + (0.05 + 0.6 * share).toFixed(3) + ")";
+          chip.title = "position " + j + ": receives " + received[j].toFixed(4) +
+            " of the attention in " + which;
+        });
+        var order = received.map(function (_, j) { return j; }).sort(function (a, b) {
+          return received[b] - received[a] || a - b;
+        }).slice(0, Math.min(8, n));
+        var rows = order.map(function (j, rank) {
+          return el("tr", {}, [el("td", {}, [String(rank + 1)]), el("th", {}, [current.tokens[j]]),
+            el("td", {}, [String(j)]), el("td", {}, [received[j].toFixed(4)])]);
+        });
+        mostRead.textContent = "";
+        mostRead.appendChild(el("table", { "data-readout": "most-read" }, [
+          el("caption", {}, ["Tokens most attended to in " + which + " (mean weight over " +
+            "the queries: the pooled state averages every position's output)"]),
+          el("thead", {}, [el("tr", {}, [el("th", {}, ["rank"]), el("th", {}, ["token"]),
+            el("th", {}, ["position"]), el("th", {}, ["weight"])])]),
+          el("tbody", {}, rows),
+        ]));
+        return weights;
+      }
+
+      function run() {
+        pending = null;
+        var t0 = performance.now();
+        var text = review.value;
+        try {
+          current = imdb.analyse(model, tokenizer, text.trim() ? text : " ");
+        } catch (problem) {
+          fail(problem.message);
+          return;
+        }
+        var p = current.probability;
+        label.textContent = p >= 0.5 ? "positive" : "negative";
+        label.style.color = p >= 0.5 ? "#27ae60" : "#c0392b";
+        probability.textContent = p.toFixed(4);
+        bar.style.setProperty("--neg", ((1 - p) * 100).toFixed(1) + "%");
+        var n = current.ids.length;
+        counts.textContent = (n - 1) + " subword tokens after [CLS]" + (current.dropped ?
+          ", " + current.dropped + " dropped from the middle (the model reads the first " +
+          config.head_tokens + " and the last " + (config.max_len - 1 - config.head_tokens) +
+          ")" : "") + ". Each token is shaded by the attention it receives in the map below.";
+        tokens.textContent = "";
+        current.tokens.forEach(function (token) {
+          tokens.appendChild(el("span", { class: "al-token" }, [token]));
+        });
+        drawAttention();
+        predictions += 1;
+        var elapsed = performance.now() - t0;
+        if (predictions === 1) {
+          rootElement.setAttribute("data-first-ms", (performance.now() - started).toFixed(0));
+        }
+        rootElement.setAttribute("data-last-ms", elapsed.toFixed(0));
+        rootElement.setAttribute("data-probability", String(p));
+        rootElement.setAttribute("data-predictions", String(predictions));
+        rootElement.setAttribute("data-state", "ready");
+        error.hidden = true;
+        timing.textContent = "Read " + n + " tokens in " + elapsed.toFixed(0) + " ms (" +
+          model.backendName + ").";
+      }
+
+      review.addEventListener("input", function () {
+        if (pending !== null) {
+          clearTimeout(pending);
+        }
+        pending = setTimeout(run, 150);
+      });
+      [layer, head].forEach(function (control) {
+        control.addEventListener("change", drawAttention);
+      });
+      canvas.addEventListener("mousemove", function (event) {
+        if (!current) {
+          return;
+        }
+        var box = canvas.getBoundingClientRect();
+        var n = current.ids.length;
+        var q = Math.floor((event.clientY - box.top) / box.height * n);
+        var k = Math.floor((event.clientX - box.left) / box.width * n);
+        if (q >= 0 && q < n && k >= 0 && k < n) {
+          var weights = chosenWeights();
+          hover.textContent = "query " + q + " “" + current.tokens[q] + "” → key " + k +
+            " “" + current.tokens[k] + "”: " + weights[q * n + k].toFixed(4);
+        }
+      });
+      run();
+    }
+  }
+
+  live().register("imdb", mountImdb);
+})(typeof self !== "undefined" ? self : this);

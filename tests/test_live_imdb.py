@@ -1,0 +1,341 @@
+"""Chapter 13's browser model computes what the Python model computes: one source of truth.
+
+attnlib/live/imdb.js (tokenizer, safetensors reader, forward pass) and the WebAssembly kernel of
+attnlib/live/wasm.py run in node on the shipped model; the tokens must be identical to
+``tokenizers``' and P(positive) equal to the PyTorch model's to 1e-4. Crafted texts run on every
+machine; a few hundred real test reviews run where ATTNLIB_DATA points at the IMDB archive.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import attnlib.live
+from attnlib.live import wasm
+from attnlib.live.imdb import EXAMPLE, SERVED_FILES, download_size, imdb_live, imdb_script
+from attnlib.tasks import imdb as task
+from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
+
+IMDB_JS = Path(attnlib.live.__file__).with_name("imdb.js")
+NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
+TOLERANCE = 1e-4
+REAL = os.environ.get("ATTNLIB_DATA", "")
+needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+# argv: imdb.js, the model's folder. stdin: {"wasm": base64 or null, "texts": [...],
+# "linear": [...cases]}. stdout: {"backend", "reviews": [{ids, tokens, probability}],
+# "tokenized": [{ids, tokens}], "linear": [...]}.
+HARNESS = """
+const fs = require("fs");
+const imdb = require(process.argv[2]);
+const folder = process.argv[3];
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+const wasm = input.wasm ? Buffer.from(input.wasm, "base64") : null;
+const out = { reviews: [], tokenized: [], linear: [] };
+const tokenizer = new imdb.Tokenizer(JSON.parse(fs.readFileSync(folder + "/tokenizer.json")));
+for (const text of input.tokenize || []) {
+  const e = tokenizer.encode(text);
+  out.tokenized.push({ ids: e.ids, tokens: e.tokens });
+}
+if ((input.texts || []).length) {
+  const config = JSON.parse(fs.readFileSync(folder + "/config.json"));
+  const tensors = imdb.readSafetensors(fs.readFileSync(folder + "/model.safetensors"));
+  const model = new imdb.Classifier(tensors, config, { wasm });
+  out.backend = model.backendName;
+  for (const text of input.texts) {
+    const r = imdb.analyse(model, tokenizer, text);
+    const received = imdb.attentionReceived(r.weights[r.weights.length - 1][0], r.ids.length);
+    out.reviews.push({ ids: r.ids, tokens: r.tokens, probability: r.probability,
+                       dropped: r.dropped, lastHead0Received: received,
+                       firstWeights: Array.from(r.weights[0][0].slice(0, 4)) });
+  }
+}
+const backend = imdb.wasmBackend(wasm);
+for (const c of input.linear || []) {
+  const x = Float32Array.from(c.x), w = Float32Array.from(c.w), b = Float32Array.from(c.b);
+  try {
+    const js = imdb.linear(x, c.n, c.inputs, w, b, c.outputs);
+    const layer = { weightAddress: backend.upload(w), biasAddress: backend.upload(b) };
+    const fast = backend.linear(x, c.n, c.inputs, layer, c.outputs);
+    out.linear.push({ js: Array.from(js), wasm: Array.from(fast) });
+  } catch (error) {
+    out.linear.push({ error: error.message });
+  }
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def run_node(payload: dict, tmp_path: Path) -> dict:
+    """Run the harness on ``payload``; return its answer (fails with node's stderr)."""
+    script = tmp_path / "harness.js"
+    script.write_text(HARNESS)
+    result = subprocess.run(
+        [NODE, str(script), str(IMDB_JS), str(SHIPPED_MODEL)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+@cache
+def shipped():
+    """The shipped classifier (float32, eval) and its tokenizer and config."""
+    model, tokenizer, config, _ = load_trained(SHIPPED_MODEL)
+    return model, tokenizer, config
+
+
+def python_probabilities(texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    """[CLS]-led ids and P(positive) of each text, by the PyTorch model, one review a batch."""
+    model, tokenizer, config = shipped()
+    reviews = task.encode_reviews(tokenizer, texts, config.max_len, config.head_tokens)
+    with torch.no_grad():
+        probabilities = [
+            float(model(torch.as_tensor(ids, dtype=torch.long)[None])[0].softmax(-1)[0, 1])
+            for ids in reviews
+        ]
+    return reviews, np.array(probabilities)
+
+
+def check_reviews(texts: list[str], answer: dict) -> float:
+    """Tokens identical, probabilities within TOLERANCE; returns the largest difference."""
+    _, tokenizer, _ = shipped()
+    reviews, expected = python_probabilities(texts)
+    assert len(answer["reviews"]) == len(texts)
+    for text, ids, got in zip(texts, reviews, answer["reviews"], strict=True):
+        assert got["ids"] == ids.tolist(), f"ids differ for {text[:80]!r}"
+        assert got["tokens"] == [tokenizer.id_to_token(int(i)) for i in ids]
+    got = np.array([review["probability"] for review in answer["reviews"]])
+    difference = np.abs(got - expected)
+    worst = int(difference.argmax())
+    assert difference.max() < TOLERANCE, f"{difference.max():.2e} at {texts[worst][:80]!r}"
+    return float(difference.max())
+
+
+# Texts that exercise each step of the pipeline: <br />, accents, special tokens typed as text,
+# punctuation runs, digits, underscores, scripts and symbols the vocabulary never saw.
+CRAFTED = [
+    EXAMPLE,
+    "the film was good",
+    "the film was not bad",
+    "Terrible.<br /><br />Just terrible!!! 0/10, would NOT watch again...",
+    "Café, naïve, résumé: Amélie (2001) is très charmant — a 10/10 <br/>film",
+    "I typed [CLS] and [MASK] and [SEP]x[PAD] into my review [UNK]",
+    "snake_case_words and CamelCase and ALLCAPS don't, won't, can't... ?!?! ;-)",
+    "ΟΔΟΣ ΟΔΟΣ ΟΔΟΣ İstanbul straße ﬁne ½ ² ① Ⅻ",
+    "Emoji 😀👍🏽 and snowmen ☃☃ and 漢字かなカナ and \u200d joiners \u0301 alone",
+    "tabs\tand\nnewlines\r\nand\u00a0non-breaking\u2003spaces",
+    "a",
+    "!",
+    "   ",
+]
+LONG = " ".join(["An endless review that keeps going, sentence after sentence."] * 70) + " Great!"
+
+
+@needs_node
+def test_tokenizer_matches_tokenizers_on_crafted_texts(tmp_path):
+    _, tokenizer, _ = shipped()
+    answer = run_node({"tokenize": CRAFTED + [LONG]}, tmp_path)
+    for text, got in zip(CRAFTED + [LONG], answer["tokenized"], strict=True):
+        assert got["ids"] == tokenizer.encode(text), text
+        assert got["tokens"] == tokenizer.tokens(text), text
+    # The specials typed as text come out as their own ids, as in `tokenizers`.
+    assert set(answer["tokenized"][5]["ids"]) >= {0, 1, 2, 3, 4}
+
+
+@needs_node
+def test_browser_model_matches_python_on_crafted_texts(tmp_path):
+    texts = [text for text in CRAFTED if text.strip()] + [LONG]
+    answer = run_node({"wasm": wasm.linear_module_base64(), "texts": texts}, tmp_path)
+    assert answer["backend"] == "WebAssembly SIMD"
+    check_reviews(texts, answer)
+    long_review = answer["reviews"][-1]
+    assert len(long_review["ids"]) == 512 and long_review["dropped"] > 0
+    # What the explorer shows of the attention: the mean over queries sums to one.
+    for review in answer["reviews"]:
+        assert abs(sum(review["lastHead0Received"]) - 1.0) < 1e-5
+
+
+@needs_node
+def test_plain_javascript_path_matches_too(tmp_path):
+    answer = run_node({"wasm": None, "texts": [EXAMPLE, "the film was not good"]}, tmp_path)
+    assert answer["backend"] == "JavaScript"
+    check_reviews([EXAMPLE, "the film was not good"], answer)
+
+
+@needs_node
+def test_attention_weights_match_python(tmp_path):
+    model, tokenizer, config = shipped()
+    answer = run_node({"wasm": wasm.linear_module_base64(), "texts": [EXAMPLE]}, tmp_path)
+    reading = task.read_review(model, tokenizer, EXAMPLE, config.max_len, config.head_tokens)
+    assert reading.tokens == answer["reviews"][0]["tokens"]
+    np.testing.assert_allclose(
+        answer["reviews"][0]["firstWeights"], reading.weights[0, 0, 0, :4].numpy(), atol=1e-5
+    )
+    received = reading.weights[-1, 0].mean(dim=0).numpy()
+    np.testing.assert_allclose(answer["reviews"][0]["lastHead0Received"], received, atol=1e-5)
+
+
+def linear_case(rng: np.random.Generator, n: int, inputs: int, outputs: int) -> dict:
+    return {
+        "n": n,
+        "inputs": inputs,
+        "outputs": outputs,
+        "x": rng.normal(size=n * inputs).tolist(),
+        "w": rng.normal(size=outputs * inputs).tolist(),
+        "b": rng.normal(size=outputs).tolist(),
+    }
+
+
+@needs_node
+def test_wasm_kernel_equals_numpy_and_plain_javascript(tmp_path):
+    rng = np.random.default_rng(0)
+    cases = [linear_case(rng, n, i, o) for n, i, o in ((1, 4, 1), (7, 8, 5), (12, 64, 33))]
+    cases.append(linear_case(rng, 3, 6, 2))  # 6 inputs: not a multiple of 4
+    answer = run_node({"wasm": wasm.linear_module_base64(), "linear": cases}, tmp_path)
+    for case, got in zip(cases[:3], answer["linear"][:3], strict=True):
+        x = np.array(case["x"], dtype=np.float32).reshape(case["n"], case["inputs"])
+        w = np.array(case["w"], dtype=np.float32).reshape(case["outputs"], case["inputs"])
+        expected = (x @ w.T + np.array(case["b"], dtype=np.float32)).ravel()
+        np.testing.assert_allclose(got["wasm"], expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got["js"], expected, rtol=1e-5, atol=1e-5)
+    assert answer["linear"][3] == {
+        "error": "the WebAssembly kernel needs inputs divisible by 4, got 6"
+    }
+
+
+def test_wasm_module_is_made_the_same_every_time():
+    first = wasm.linear_module()
+    assert first[:8] == b"\x00asm\x01\x00\x00\x00"
+    wasm.linear_module.cache_clear()
+    assert wasm.linear_module() == first
+    assert base64.b64decode(wasm.linear_module_base64()) == first
+    assert len(first) < 1024
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [(0, b"\x00"), (127, b"\x7f"), (128, b"\x80\x01"), (624485, b"\xe5\x8e\x26")],
+)
+def test_uleb(value, encoded):
+    assert wasm.uleb(value) == encoded
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [(0, b"\x00"), (-1, b"\x7f"), (63, b"\x3f"), (64, b"\xc0\x00"), (-123456, b"\xc0\xbb\x78")],
+)
+def test_sleb(value, encoded):
+    assert wasm.sleb(value) == encoded
+
+
+def test_uleb_refuses_negative_numbers():
+    with pytest.raises(ValueError, match="non-negative integer, got -1"):
+        wasm.uleb(-1)
+
+
+def test_imdb_live_markup_is_self_contained_and_stable():
+    markup = imdb_live().data
+    assert 'data-explorer="imdb"' in markup and 'data-base="../_static/imdb/"' in markup
+    assert f'data-size="{download_size(SHIPPED_MODEL)}"' in markup
+    assert markup.count("</script>") == 1 and 'src="http' not in markup
+    assert imdb_script() in markup
+    for name in attnlib.live.IMDB_SCRIPTS:
+        assert attnlib.live.script_source(name) in markup
+    assert wasm.linear_module_base64() in markup
+    assert "P(positive) = " in markup and "data:image/png;base64," in markup
+    assert imdb_live().data == markup, "the snippet must be the same every time"
+
+
+def test_imdb_live_snapshot_shows_pythons_prediction():
+    model, tokenizer, config = shipped()
+    reading = task.read_review(
+        model, tokenizer, "the film was bad", config.max_len, config.head_tokens
+    )
+    markup = imdb_live("the film was bad").data
+    assert f"P(positive) = {reading.probability:.4f}" in markup
+    verdict = re.search(r"Prediction: <strong>(\w+)</strong>", markup).group(1)
+    assert verdict == ("positive" if reading.probability >= 0.5 else "negative")
+    assert f"{len(reading.tokens)} tokens:" in markup
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"text": "  "}, "text must be a non-empty review"),
+        ({"layer": 6}, r"layer must be in \[-6, 6\), got 6"),
+        ({"head": 4}, r"head must be in \[0, 4\), got 4"),
+    ],
+)
+def test_imdb_live_refuses_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        imdb_live(**kwargs)
+
+
+def test_download_size_names_missing_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="lacks config.json, tokenizer.json"):
+        download_size(tmp_path)
+    for name in SERVED_FILES:
+        (tmp_path / name).write_bytes(b"12345")
+    assert download_size(tmp_path) == 15
+
+
+def test_read_review_cuts_like_encode_reviews():
+    model, tokenizer, config = shipped()
+    reading = task.read_review(model, tokenizer, LONG, config.max_len, config.head_tokens)
+    (expected,) = task.encode_reviews(tokenizer, [LONG], config.max_len, config.head_tokens)
+    assert reading.ids.tolist() == expected.tolist() and reading.tokens[0] == "[CLS]"
+    assert tuple(reading.weights.shape) == (config.num_layers, config.num_heads, 512, 512)
+    with pytest.raises(TypeError, match="text must be a str, got int"):
+        task.read_review(model, tokenizer, 3, config.max_len, config.head_tokens)
+
+
+# --- a few hundred real test reviews ------------------------------------------------------------
+
+needs_real = pytest.mark.skipif(
+    not REAL or not Path(REAL).exists(), reason="ATTNLIB_DATA does not point at the IMDB archive"
+)
+
+
+def real_sample(texts: list[str], short: int, long: int, seed: int = 0) -> list[str]:
+    """``short`` reviews drawn from the shortest tenth and ``long`` from all, by seed."""
+    rng = np.random.default_rng(seed)
+    lengths = np.array([len(text) for text in texts])
+    shortest = np.flatnonzero(lengths <= np.quantile(lengths, 0.1))
+    chosen = list(rng.choice(shortest, short, replace=False)) + list(
+        rng.choice(len(texts), long, replace=False)
+    )
+    return [texts[i] for i in chosen]
+
+
+@needs_node
+@needs_real
+def test_browser_model_matches_python_on_real_reviews(tmp_path, capsys):
+    from attnlib.data.imdb import load_imdb
+
+    texts = load_imdb(progress=False).test.texts
+    reviews = real_sample(texts, short=190, long=10)
+    tokenized = real_sample(texts, short=0, long=2000, seed=1)
+    answer = run_node(
+        {"wasm": wasm.linear_module_base64(), "texts": reviews, "tokenize": tokenized}, tmp_path
+    )
+    _, tokenizer, _ = shipped()
+    for text, got in zip(tokenized, answer["tokenized"], strict=True):
+        assert got["ids"] == tokenizer.encode(text), text[:200]
+    worst = check_reviews(reviews, answer)
+    with capsys.disabled():
+        print(f"\n200 real reviews: largest |P_browser - P_python| = {worst:.2e}")
