@@ -11,8 +11,8 @@
  *   controls  [data-control="load" (button) | "review" (textarea) | "layer" | "head" (selects)
  *             | "example" (buttons, data-example="positive" | "negative" | "mixed")]
  *   readouts  [data-readout="progress" | "label" | "probability" (4 decimals) | "tokens" (one
- *             span per token) | "heatmap" (canvas) | "hover" | "most-read" (table) | "timing"
- *             | "error"]
+ *             span per token) | "heatmap" (canvas) | "legend" | "hover" | "most-read" (table)
+ *             | "timing" | "error"]
  */
 (function (root) {
   "use strict";
@@ -45,6 +45,8 @@
     ".attnlib-live progress{width:14em;max-width:100%}",
   ].join("");
 
+  var LABELLED_TOKENS = 48;
+  var LABEL_MARGIN = 78;  // pixels for token labels left of and above the map
   var EXAMPLES = {
     positive: "A wonderful film. The acting is superb, the story moved me, and I would " +
       "happily watch it again.",
@@ -232,8 +234,9 @@
       var tokens = el("div", { class: "al-tokens", "data-readout": "tokens" });
       var canvas = el("canvas", { class: "al-heatmap", "data-readout": "heatmap",
         role: "img", "aria-label": "attention weights" });
+      var legend = el("p", { class: "al-note", "data-readout": "legend" }, [""]);
       var hover = el("p", { class: "al-note", "data-readout": "hover" },
-        ["Point at the map to read one weight."]);
+        ["Point at (or tap) the map to read one weight."]);
       var mostRead = el("div", {});
       var timing = el("p", { class: "al-note", "data-readout": "timing" }, [""]);
 
@@ -247,6 +250,7 @@
       workspace.appendChild(el("div", { class: "al-row" }, [
         el("label", {}, ["layer", layer]), el("label", {}, ["head", head])]));
       workspace.appendChild(el("div", { class: "al-scroll" }, [canvas]));
+      workspace.appendChild(legend);
       workspace.appendChild(hover);
       workspace.appendChild(mostRead);
       workspace.appendChild(timing);
@@ -273,9 +277,13 @@
         for (var i = 0; i < weights.length; i++) {
           largest = Math.max(largest, weights[i]);
         }
-        var cell = Math.max(1, Math.floor(480 / n));
-        canvas.width = n * cell;
-        canvas.height = n * cell;
+        // Token labels along both axes when they can be read (up to 48 tokens).
+        var labelled = n <= LABELLED_TOKENS;
+        var cell = labelled ? Math.max(10, Math.floor(400 / n)) : Math.max(1, Math.floor(480 / n));
+        var margin = labelled ? LABEL_MARGIN : 0;
+        var side = margin + n * cell;
+        canvas.width = side;
+        canvas.height = side;
         var context = canvas.getContext("2d");
         var image = context.createImageData(n * cell, n * cell);
         for (var q = 0; q < n; q++) {
@@ -292,8 +300,29 @@
             }
           }
         }
-        context.putImageData(image, 0, 0);
-        canvas.style.width = Math.min(480, n * cell) + "px";
+        context.putImageData(image, margin, margin);
+        if (labelled) {
+          context.fillStyle = getComputedStyle(rootElement).color || "#000";
+          context.font = Math.min(12, cell) + "px sans-serif";
+          context.textBaseline = "middle";
+          current.tokens.forEach(function (token, t) {
+            var text = token.length > 11 ? token.slice(0, 10) + "…" : token;
+            context.textAlign = "right";
+            context.fillText(text, margin - 4, margin + (t + 0.5) * cell);
+            context.save();
+            context.translate(margin + (t + 0.5) * cell, margin - 4);
+            context.rotate(-Math.PI / 2);
+            context.textAlign = "left";
+            context.fillText(text, 0, 0);
+            context.restore();
+          });
+        }
+        canvas.style.width = Math.min(side, 560) + "px";
+        canvas.dataset.margin = String(margin);
+        canvas.dataset.cell = String(cell);
+        legend.textContent = "Queries (the tokens reading) down, keys (the tokens read) " +
+          "across. Colour: 0 (dark purple) to this map's largest weight, " +
+          largest.toFixed(4) + " (yellow).";
         var which = "layer " + (parseInt(layer.value, 10) + 1) + ", " +
           (head.value === "mean" ? "mean of heads" : "head " + (parseInt(head.value, 10) + 1));
         canvas.setAttribute("aria-label", "attention weights of " + which + ": " + n +
@@ -372,20 +401,25 @@
       [layer, head].forEach(function (control) {
         control.addEventListener("change", drawAttention);
       });
-      canvas.addEventListener("mousemove", function (event) {
+      function readWeight(event) {
         if (!current) {
           return;
         }
         var box = canvas.getBoundingClientRect();
+        var scale = box.width / canvas.width;  // CSS pixels per canvas pixel
+        var margin = Number(canvas.dataset.margin) * scale;
+        var cell = Number(canvas.dataset.cell) * scale;
         var n = current.ids.length;
-        var q = Math.floor((event.clientY - box.top) / box.height * n);
-        var k = Math.floor((event.clientX - box.left) / box.width * n);
+        var q = Math.floor((event.clientY - box.top - margin) / cell);
+        var k = Math.floor((event.clientX - box.left - margin) / cell);
         if (q >= 0 && q < n && k >= 0 && k < n) {
           var weights = chosenWeights();
           hover.textContent = "query " + q + " “" + current.tokens[q] + "” → key " + k +
             " “" + current.tokens[k] + "”: " + weights[q * n + k].toFixed(4);
         }
-      });
+      }
+      canvas.addEventListener("mousemove", readWeight);
+      canvas.addEventListener("click", readWeight);
       run();
     }
   }

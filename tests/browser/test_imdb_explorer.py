@@ -1,0 +1,168 @@
+"""Chapter 13's explorer on the built book: the shipped classifier, run in the reader's browser.
+
+The page is served from _build/html on 127.0.0.1 (no request may leave it). The test presses the
+button, types three reviews (clearly positive, clearly negative, mixed) and checks the shown
+verdict and P(positive) against the PyTorch model, and that choosing another layer and head
+redraws the heatmap. It prints the time to the first prediction and to each later one.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from attnlib.live.imdb import EXAMPLE
+from attnlib.tasks import imdb as task
+from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
+
+from .conftest import HTML, WatchedPage
+from .helpers import HALF_UNIT
+
+CHAPTER_13 = "notebooks/13_imdb_encoder"
+REVIEWS = {
+    "positive": "One of the best films I have seen in years: brilliant acting, a moving story and "
+    "a wonderful score. I loved every minute of it.",
+    "negative": "Awful. The worst movie I have ever sat through: boring, badly acted and stupid. "
+    "A complete waste of time and money.",
+    "mixed": "The cast does what it can and the photography is lovely, but the script is thin "
+    "and the last hour drags badly.",
+}
+TOLERANCE = 1e-4
+
+
+@cache
+def python_probability(text: str) -> float:
+    """P(positive) of ``text`` by the shipped PyTorch model."""
+    model, tokenizer, config, _ = load_trained(SHIPPED_MODEL)
+    return task.read_review(model, tokenizer, text, config.max_len, config.head_tokens).probability
+
+
+@pytest.fixture
+def chapter_13(book_url: str, watched_page: WatchedPage):
+    """Chapter 13's page, scrolled to its explorer, the explorer not yet loaded."""
+    page = watched_page.page
+    page.goto(f"{book_url}{CHAPTER_13}.html", wait_until="load")
+    root = page.locator('.attnlib-live[data-explorer="imdb"]')
+    assert root.count() == 1, "chapter 13 should hold one live IMDB explorer"
+    root.scroll_into_view_if_needed()
+    yield page, root
+    watched_page.watch.assert_clean("chapter 13's explorer", scripts_only=True)
+
+
+def wait_for_prediction(page, root, count: int) -> None:
+    """Wait until the explorer has made ``count`` predictions."""
+    page.wait_for_function(
+        "([node, count]) => Number(node.getAttribute('data-predictions') || 0) >= count",
+        arg=[root.element_handle(), count],
+        timeout=30_000,
+    )
+
+
+def shown(root) -> tuple[str, float, float]:
+    """(verdict, P(positive) as shown with 4 decimals, full precision)."""
+    label = root.locator('[data-readout="label"]').inner_text().strip()
+    probability = float(root.locator('[data-readout="probability"]').inner_text())
+    return label, probability, float(root.get_attribute("data-probability"))
+
+
+def expect_python(root, text: str, what: str) -> None:
+    expected = python_probability(text)
+    label, rounded, exact = shown(root)
+    assert label == ("positive" if expected >= 0.5 else "negative"), f"{what}: verdict {label}"
+    assert abs(rounded - expected) <= HALF_UNIT + TOLERANCE, f"{what}: {rounded} vs {expected}"
+    assert abs(exact - expected) <= TOLERANCE, f"{what}: {exact} vs {expected}"
+
+
+def heatmap_pixels(root) -> str:
+    return root.locator('[data-readout="heatmap"]').evaluate("(canvas) => canvas.toDataURL()")
+
+
+def test_loads_lazily_then_reads_typed_reviews_like_python(chapter_13, capsys) -> None:
+    page, root = chapter_13
+    assert root.get_attribute("data-state") == "idle"
+    assert (
+        page.evaluate(
+            "() => performance.getEntriesByType('resource')"
+            ".filter((e) => e.name.includes('model.safetensors')).length"
+        )
+        == 0
+    ), "the weights must not download before the reader asks"
+    button = root.locator('[data-control="load"]')
+    assert "MB" in button.inner_text(), "the button should say how much it downloads"
+    button.click()
+    wait_for_prediction(page, root, 1)
+    first_ms = float(root.get_attribute("data-first-ms"))
+    assert root.locator('[data-control="review"]').input_value() == EXAMPLE
+    expect_python(root, EXAMPLE, "the example")
+    tokens = root.locator('[data-readout="tokens"] span').all_inner_texts()
+    model, tokenizer, config, _ = load_trained(SHIPPED_MODEL)
+    reading = task.read_review(model, tokenizer, EXAMPLE, config.max_len, config.head_tokens)
+    assert tokens == reading.tokens
+
+    later = []
+    for count, (kind, text) in enumerate(REVIEWS.items(), start=2):
+        root.locator('[data-control="review"]').fill(text)
+        wait_for_prediction(page, root, count)
+        expect_python(root, text, kind)
+        later.append(float(root.get_attribute("data-last-ms")))
+    with capsys.disabled():
+        print(
+            f"\nchapter 13 explorer: first prediction {first_ms:.0f} ms after the click "
+            f"(download included); later ones {', '.join(f'{ms:.0f}' for ms in later)} ms"
+        )
+
+
+def test_choosing_a_layer_and_head_redraws_the_heatmap(chapter_13) -> None:
+    page, root = chapter_13
+    root.locator('[data-control="load"]').click()
+    wait_for_prediction(page, root, 1)
+    before = heatmap_pixels(root)
+    assert root.get_attribute("data-heatmap").startswith("5,0,")  # last layer, head 1
+    root.locator('[data-control="layer"]').select_option(index=0)
+    root.locator('[data-control="head"]').select_option(index=2)
+    assert root.get_attribute("data-heatmap").startswith("0,2,")
+    after = heatmap_pixels(root)
+    assert after != before, "another layer and head must draw another map"
+    root.locator('[data-control="head"]').select_option(index=4)
+    assert root.get_attribute("data-heatmap").startswith("0,mean,")
+    assert heatmap_pixels(root) not in (before, after)
+    rows = root.locator('[data-readout="most-read"] tbody tr')
+    assert rows.count() == min(8, len(root.locator('[data-readout="tokens"] span').all()))
+
+
+def test_fits_a_phone_and_shows_the_snapshot_without_javascript(book_url: str, browser) -> None:
+    phone = browser.new_context(viewport={"width": 375, "height": 800})
+    try:
+        page = phone.new_page()
+        page.goto(f"{book_url}{CHAPTER_13}.html", wait_until="load")
+        root = page.locator('.attnlib-live[data-explorer="imdb"]')
+        root.scroll_into_view_if_needed()
+        root.locator('[data-control="load"]').click()
+        wait_for_prediction(page, root, 1)
+        box = root.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 376
+        canvas = root.locator('[data-readout="heatmap"]').bounding_box()
+        assert canvas is not None and canvas["x"] + canvas["width"] <= 376
+    finally:
+        phone.close()
+    off = browser.new_context(java_script_enabled=False)
+    try:
+        page = off.new_page()
+        page.goto(f"{book_url}{CHAPTER_13}.html", wait_until="load")
+        text = page.locator('.attnlib-live[data-explorer="imdb"]').inner_text()
+        assert "JavaScript" in text and "snapshot" in text
+        assert f"P(positive) = {python_probability(EXAMPLE):.4f}" in text
+        assert page.locator('.attnlib-live[data-explorer="imdb"] img').count() == 1
+    finally:
+        off.close()
+
+
+def test_chapter_13_page_holds_the_explorer_and_the_model_files() -> None:
+    page = HTML / f"{CHAPTER_13}.html"
+    if not page.is_file():
+        pytest.skip(f"{page} is not built yet")
+    assert page.read_text(encoding="utf-8").count('id="attnlib-live-imdb"') == 1
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        served = HTML / "_static" / "imdb" / name
+        assert served.stat().st_size == (SHIPPED_MODEL / name).stat().st_size, name
