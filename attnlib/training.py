@@ -3,7 +3,8 @@
 ``fit`` trains any model whose loss the caller's function computes from a batch (the loss
 belongs to the task, see :mod:`attnlib.tasks`; this loop knows no model): device choice,
 optional mixed precision on a GPU, gradient clipping, a learning-rate schedule, a history of
-losses and metrics, tqdm progress bars, an optional early stop and checkpoints.
+losses and metrics (per epoch, and every N steps for learning curves against training time),
+tqdm progress bars, an optional early stop and checkpoints.
 """
 
 from __future__ import annotations
@@ -26,15 +27,33 @@ from attnlib.config import choose_device
 LossFunction = Callable[[nn.Module, object], torch.Tensor]
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """One call of ``evaluate``: after how many steps, in which epoch, at what training time."""
+
+    step: int  # optimizer steps taken so far
+    epoch: int  # the epoch it fell in, counted from 1
+    seconds: float  # training time so far, the time spent evaluating left out
+    metrics: dict[str, float]
+
+
 @dataclass
 class History:
-    """What happened, epoch by epoch: mean training loss, metrics, elapsed seconds."""
+    """What happened, epoch by epoch: mean training loss, metrics, elapsed seconds.
+
+    ``seconds`` is the time since the start at each epoch's end, evaluations included;
+    ``evaluations`` lists every evaluation (each epoch's, and those every ``evaluate_every``
+    steps) with the training time alone, the clock to compare models of different cost by.
+    Times are read from ``fit``'s ``clock``: wall time unless it was given another.
+    """
 
     train_loss: list[float] = field(default_factory=list)
     metrics: dict[str, list[float]] = field(default_factory=dict)
     seconds: list[float] = field(default_factory=list)
     learning_rate: list[float] = field(default_factory=list)
     steps: int = 0
+    evaluations: list[Evaluation] = field(default_factory=list)
+    evaluation_seconds: float = 0.0  # the time spent in ``evaluate``, in all
 
     def record(self, loss: float, metrics: dict[str, float], seconds: float, lr: float) -> None:
         """Append one epoch's numbers."""
@@ -48,6 +67,21 @@ class History:
     def epochs(self) -> int:
         """Number of epochs recorded."""
         return len(self.train_loss)
+
+    def curve(self, name: str) -> tuple[list[int], list[float], list[float]]:
+        """A learning curve from ``evaluations``: (steps, training seconds, values of ``name``)."""
+        known = sorted({key for evaluation in self.evaluations for key in evaluation.metrics})
+        if name not in known:
+            raise ValueError(
+                f"no metric {name!r} was evaluated; the evaluations hold "
+                f"{', '.join(map(repr, known)) or 'nothing (fit was given no evaluate)'}"
+            )
+        chosen = [evaluation for evaluation in self.evaluations if name in evaluation.metrics]
+        return (
+            [evaluation.step for evaluation in chosen],
+            [evaluation.seconds for evaluation in chosen],
+            [evaluation.metrics[name] for evaluation in chosen],
+        )
 
 
 def fit(
@@ -66,17 +100,30 @@ def fit(
     checkpoint_path: str | Path | None = None,
     progress: bool = True,
     max_steps: int | None = None,
+    evaluate_every: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> History:
     """Train for ``epochs`` over ``batches`` (or ``batches(epoch)`` for a fresh order each epoch).
 
     ``loss_fn(model, batch)`` is the task's loss (a 0-d tensor); ``schedule(step)`` multiplies
-    ``lr`` at each optimizer step; ``evaluate(model)`` returns metrics after each epoch;
-    ``stop_when(metrics)`` ends training early, and so does ``max_steps`` optimizer steps; the
-    last epoch's weights go to ``checkpoint_path``.
+    ``lr`` at each optimizer step; ``evaluate(model)`` returns metrics after each epoch, and
+    also after every ``evaluate_every`` optimizer steps (counted over the whole run; each lands
+    in ``History.evaluations`` with the training seconds so far, evaluation time left out);
+    ``stop_when(metrics)`` (looked at after each epoch) ends training early, and so does
+    ``max_steps`` optimizer steps; the last epoch's weights go to ``checkpoint_path``.
+    ``clock()`` reads the time in seconds: ``time.perf_counter`` (wall time) by default, or
+    e.g. ``time.process_time``, the CPU time of this process, which other programs sharing the
+    cores do not inflate (on a CPU-only run, the compute spent).
     """
     _check_count("epochs", epochs)
     if max_steps is not None:
         _check_count("max_steps", max_steps)
+    if evaluate_every is not None:
+        _check_count("evaluate_every", evaluate_every)
+        if evaluate is None:
+            raise ValueError("evaluate_every was given without evaluate: nothing to evaluate")
+    if not callable(clock):
+        raise TypeError(f"clock must be a function returning seconds, got {clock!r}")
     if isinstance(batches, Sized) and not callable(batches) and len(batches) == 0:
         raise ValueError("fit was given no batches (an empty collection): nothing to train on")
     device = choose_device() if device is None else torch.device(device)
@@ -85,7 +132,8 @@ def fit(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule) if schedule else None
     # bf16 autocast needs no loss scaling; on CPU it would only slow the small models down.
     autocast = mixed_precision and device.type == "cuda"
-    history, start = History(), time.perf_counter()
+    history = History()
+    timer = _TrainingClock(device, clock)
     for epoch in range(epochs):
         epoch_batches = batches(epoch) if callable(batches) else batches
         model.train()
@@ -114,6 +162,9 @@ def fit(
             running.add(loss)
             if progress and running.due():
                 bar.set_postfix(loss=f"{running.read(history.steps):.4f}", refresh=False)
+            if evaluate_every is not None and history.steps % evaluate_every == 0:
+                _evaluate_now(model, evaluate, history, epoch + 1, timer)
+                model.train()
             if max_steps is not None and history.steps >= max_steps:
                 break
         if running.count == 0:
@@ -122,8 +173,12 @@ def fit(
                 f"({type(epoch_batches).__name__}) yielded nothing, so there is no loss to record"
             )
         mean_loss = running.read(history.steps)
-        metrics = _evaluate(model, evaluate)
-        history.record(mean_loss, metrics, time.perf_counter() - start, _lr(optimizer))
+        last = history.evaluations[-1] if history.evaluations else None
+        if last is not None and last.step == history.steps:  # evaluated at this very step
+            metrics = dict(last.metrics)
+        else:
+            metrics = _evaluate_now(model, evaluate, history, epoch + 1, timer)
+        history.record(mean_loss, metrics, timer.elapsed(), _lr(optimizer))
         if progress and metrics:
             shown = ", ".join(f"{name} {value:.4f}" for name, value in metrics.items())
             tqdm.write(f"epoch {epoch + 1}: loss {mean_loss:.4f}, {shown}")
@@ -176,7 +231,38 @@ class _RunningLoss:
         return total / max(self.count, 1)
 
 
+class _TrainingClock:
+    """Time since the start, and training time: the same with evaluations left out."""
+
+    def __init__(self, device: torch.device, clock: Callable[[], float]):
+        self.device, self.clock = device, clock
+        self.start, self.evaluating = clock(), 0.0
+
+    def elapsed(self) -> float:
+        """Seconds since the start, evaluations included (queued GPU work finished first)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return self.clock() - self.start
+
+
+def _evaluate_now(
+    model: nn.Module, evaluate, history: History, epoch: int, timer: _TrainingClock
+) -> dict[str, float]:
+    """Evaluate (if there is an ``evaluate``), log it in ``history``, keep its time apart."""
+    if evaluate is None:
+        return {}
+    began = timer.elapsed()
+    trained_for = began - timer.evaluating
+    metrics = _evaluate(model, evaluate)
+    spent = timer.elapsed() - began
+    timer.evaluating += spent
+    history.evaluation_seconds += spent
+    history.evaluations.append(Evaluation(history.steps, epoch, trained_for, dict(metrics)))
+    return metrics
+
+
 def _evaluate(model: nn.Module, evaluate) -> dict[str, float]:
+    """The metrics of ``evaluate(model)`` as floats, in eval mode and without gradients."""
     if evaluate is None:
         return {}
     model.eval()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from attnlib.data.dates import make_splits
 from attnlib.data.text import CharVocab, make_batches
 from attnlib.seq2seq import build_model
 from attnlib.tasks.dates import teacher_forcing_loss
-from attnlib.training import fit, load_checkpoint, save_checkpoint
+from attnlib.training import Evaluation, History, fit, load_checkpoint, save_checkpoint
 
 SOURCE, TARGET = CharVocab("abcdefgh"), CharVocab("abcdef")  # 12 and 10 symbols
 
@@ -66,6 +67,101 @@ def test_stop_when_ends_training_early():
     )
     assert history.epochs == 1
     assert history.metrics == {"score": [1.0]}
+
+
+def test_evaluate_every_logs_a_learning_curve_with_training_seconds():
+    source_vocab, target_vocab, batches = tiny_task()  # 4 batches an epoch
+    model = build_model("none", source_vocab, target_vocab, 8, 16)
+    now = [0.0]  # a fake clock: each step takes 1 s, each evaluation 100 s
+    calls = []
+
+    def timed_loss(trained: nn.Module, batch) -> torch.Tensor:
+        now[0] += 1.0
+        return loss(trained, batch)
+
+    def evaluate(trained: nn.Module) -> dict[str, float]:
+        calls.append(trained.training)
+        now[0] += 100.0
+        return {"score": float(len(calls))}
+
+    history = fit(
+        model,
+        batches,
+        timed_loss,
+        epochs=3,
+        evaluate=evaluate,
+        evaluate_every=3,
+        progress=False,
+        clock=lambda: now[0],
+    )
+    # steps 3, 6, 9 and 12 from evaluate_every, plus the ends of epochs 1 (step 4) and 2 (step 8);
+    # epoch 3 ends at step 12, evaluated already, so it is not evaluated twice
+    steps, seconds, scores = history.curve("score")
+    assert steps == [3, 4, 6, 8, 9, 12]
+    assert seconds == [3.0, 4.0, 6.0, 8.0, 9.0, 12.0]  # training time: evaluations left out
+    assert [e.epoch for e in history.evaluations] == [1, 1, 2, 2, 3, 3]
+    assert scores == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] and calls == [False] * 6
+    assert history.metrics == {"score": [2.0, 4.0, 6.0]}  # each epoch's end, as without it
+    assert history.seconds == [4.0 + 200, 8.0 + 400, 12.0 + 600]  # wall time, evaluations in
+    assert history.evaluation_seconds == 600.0
+    assert all(isinstance(e, Evaluation) for e in history.evaluations)
+    assert model.training  # training resumed in train mode after each evaluation
+
+
+def test_default_clock_is_wall_time_with_evaluations_left_out():
+    _, _, batches = tiny_task()
+
+    def slow_evaluate(model: nn.Module) -> dict[str, float]:
+        time.sleep(0.05)
+        return {"score": 1.0}
+
+    history = fit(
+        nn.Linear(1, 1),
+        batches,
+        lambda m, b: m.weight.sum() ** 2,
+        epochs=2,
+        evaluate=slow_evaluate,
+        evaluate_every=2,
+        progress=False,
+        device="cpu",
+    )
+    assert history.evaluation_seconds >= 4 * 0.05
+    assert history.evaluations[-1].seconds < history.seconds[-1] - 4 * 0.05 + 1e-6
+
+
+def test_evaluations_are_logged_at_epoch_ends_without_evaluate_every():
+    _, _, batches = tiny_task()
+    history = fit(
+        nn.Linear(1, 1),
+        batches,
+        lambda m, b: m.weight.sum() ** 2,
+        epochs=2,
+        evaluate=lambda m: {"score": 0.5},
+        progress=False,
+        device="cpu",
+    )
+    assert [(e.step, e.epoch, e.metrics) for e in history.evaluations] == [
+        (4, 1, {"score": 0.5}),
+        (8, 2, {"score": 0.5}),
+    ]
+
+
+def test_evaluate_every_needs_evaluate_and_a_positive_int():
+    with pytest.raises(ValueError, match="evaluate_every was given without evaluate"):
+        fit(nn.Linear(1, 1), [object()], loss, progress=False, evaluate_every=2)
+    with pytest.raises(ValueError, match="evaluate_every must be positive, got 0"):
+        fit(nn.Linear(1, 1), [object()], loss, progress=False, evaluate=dict, evaluate_every=0)
+    with pytest.raises(TypeError, match="clock must be a function returning seconds, got 0.0"):
+        fit(nn.Linear(1, 1), [object()], loss, progress=False, clock=0.0)
+
+
+def test_curve_of_an_unknown_metric_names_the_known_ones():
+    history = History(evaluations=[Evaluation(5, 1, 0.1, {"valid_exact": 0.5})])
+    assert history.curve("valid_exact") == ([5], [0.1], [0.5])
+    with pytest.raises(ValueError, match="no metric 'valid' was evaluated.*'valid_exact'"):
+        history.curve("valid")
+    with pytest.raises(ValueError, match="fit was given no evaluate"):
+        History().curve("valid_exact")
 
 
 def test_fit_rejects_zero_epochs():
@@ -137,7 +233,7 @@ def test_fit_on_no_batches_is_refused_not_recorded_as_zero_loss():
         fit(nn.Linear(1, 1), lambda epoch: iter([]), loss, progress=False, device="cpu")
 
 
-@pytest.mark.parametrize("name", ["epochs", "max_steps"])
+@pytest.mark.parametrize("name", ["epochs", "max_steps", "evaluate_every"])
 def test_fit_refuses_float_counts(name):
     with pytest.raises(TypeError, match=f"{name} must be an int, got float 2.0"):
         fit(nn.Linear(1, 1), [object()], loss, progress=False, **{name: 2.0})
