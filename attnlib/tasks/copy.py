@@ -1,0 +1,342 @@
+"""A task whose difficulty is its length: copy a string of random digits.
+
+``'7302915'`` → ``'7302915'``. Every symbol is drawn uniformly and independently, so an input of
+length L carries L · log2(alphabet size) bits, and the output needs all of them. Nothing else
+changes with the length: not the format, not the alphabet, not what is to be done. Chapter 03
+uses it to measure what a fixed-size context vector costs as inputs grow, with the models of
+:func:`attnlib.seq2seq.build_model` and the loop of :func:`attnlib.training.fit`, through the same
+batches, vocabulary conventions and loss as :mod:`attnlib.tasks.dates`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import torch
+from torch import nn
+
+from attnlib.config import quick_mode
+from attnlib.data.text import Batch, CharVocab, make_batches
+from attnlib.seq2seq import Seq2Seq, build_model, count_parameters
+from attnlib.tasks.dates import TrainedModel, predict, teacher_forcing_loss
+from attnlib.training import fit
+
+DIGITS = "0123456789"
+
+
+def random_strings(
+    n: int, min_length: int, max_length: int, alphabet: str = DIGITS, seed: int = 0
+) -> list[str]:
+    """``n`` strings, lengths uniform in [min_length, max_length], symbols uniform; seeded."""
+    _check_count("n", n)
+    _check_lengths(min_length, max_length)
+    _check_alphabet(alphabet)
+    rng = random.Random(seed)
+    strings = []
+    for _ in range(n):
+        length = rng.randint(min_length, max_length)
+        strings.append("".join(rng.choice(alphabet) for _ in range(length)))
+    return strings
+
+
+def copy_pairs(strings: Sequence[str], reverse: bool = False) -> list[tuple[str, str]]:
+    """(source, target) pairs: each string with itself, or with itself reversed."""
+    if not strings:
+        raise ValueError("copy_pairs needs at least one string")
+    empty = [index for index, text in enumerate(strings) if not text]
+    if empty:
+        raise ValueError(f"copy_pairs needs non-empty strings; string {empty[0]} is empty")
+    return [(text, text[::-1] if reverse else text) for text in strings]
+
+
+@dataclass(frozen=True)
+class CopyTaskConfig:
+    """Sizes of data, model and training; input lengths uniform in [min_length, max_length].
+
+    The training split is fixed (``n_train`` strings, reshuffled each epoch), as in the date
+    task; the test split holds ``n_test_per_length`` strings of every length, so that each
+    length is scored on as many strings as every other.
+    """
+
+    min_length: int = 1
+    max_length: int = 16
+    alphabet: str = DIGITS
+    reverse: bool = False
+    n_train: int = 2_048
+    n_valid: int = 500
+    n_test_per_length: int = 50
+    seed: int = 0
+    epochs: int = 30
+    batch_size: int = 128
+    lr: float = 1e-2
+    embedding_dim: int = 16
+    hidden_size: int = 64
+    attention_size: int = 32
+
+    def __post_init__(self) -> None:
+        counts = ("n_train", "n_valid", "n_test_per_length", "epochs", "batch_size")
+        sizes = ("embedding_dim", "hidden_size", "attention_size")
+        for name in counts + sizes:
+            _check_count(f"CopyTaskConfig.{name}", getattr(self, name))
+        _check_lengths(self.min_length, self.max_length)
+        _check_alphabet(self.alphabet)
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or self.lr <= 0:
+            raise ValueError(f"CopyTaskConfig.lr must be a positive number, got {self.lr!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"CopyTaskConfig.seed must be a non-negative int, got {self.seed!r}")
+
+    @property
+    def lengths(self) -> range:
+        """Every input length the task draws, shortest first."""
+        return range(self.min_length, self.max_length + 1)
+
+    @property
+    def bits_per_symbol(self) -> float:
+        """Information in one uniformly drawn symbol: log2 of the alphabet's size."""
+        return math.log2(len(self.alphabet))
+
+    @classmethod
+    def for_mode(cls, **overrides) -> CopyTaskConfig:
+        """The default configuration, shrunk when ``ATTNLIB_QUICK=1``."""
+        config = cls(**overrides)
+        if quick_mode():
+            config = replace(
+                config,
+                n_train=min(config.n_train, 1_024),
+                n_test_per_length=min(config.n_test_per_length, 20),
+                epochs=min(config.epochs, 4),
+            )
+        return config
+
+
+@dataclass(frozen=True)
+class CopySplits:
+    """Training, validation and test pairs of one seed; the test pairs come shortest first."""
+
+    train: list[tuple[str, str]]
+    valid: list[tuple[str, str]]
+    test: list[tuple[str, str]]
+
+
+def make_copy_splits(config: CopyTaskConfig) -> CopySplits:
+    """The three splits of ``config``: random lengths for train and valid, equal counts for test."""
+    c = config
+    seed = c.seed * 1_000
+    train = random_strings(c.n_train, c.min_length, c.max_length, c.alphabet, seed=seed)
+    valid = random_strings(c.n_valid, c.min_length, c.max_length, c.alphabet, seed=seed + 1)
+    test = [
+        text
+        for length in c.lengths
+        for text in random_strings(
+            c.n_test_per_length, length, length, c.alphabet, seed=seed + 100 + length
+        )
+    ]
+    return CopySplits(
+        copy_pairs(train, c.reverse), copy_pairs(valid, c.reverse), copy_pairs(test, c.reverse)
+    )
+
+
+@dataclass
+class CopyTask:
+    """Data and vocabulary of one configuration, with batches ready for evaluation."""
+
+    config: CopyTaskConfig
+    splits: CopySplits
+    vocab: CharVocab
+    valid_batches: list[Batch]
+    test_batches: list[Batch]
+
+    @property
+    def source_vocab(self) -> CharVocab:
+        """The source vocabulary: the alphabet and the special symbols."""
+        return self.vocab
+
+    @property
+    def target_vocab(self) -> CharVocab:
+        """The target vocabulary, the same as the source's."""
+        return self.vocab
+
+    @property
+    def max_steps(self) -> int:
+        """Greedy decoding steps: the longest target and its end symbol."""
+        return self.config.max_length + 1
+
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """The training loss, :func:`teacher_forcing_loss` with the pad id: a 0-d tensor."""
+        return teacher_forcing_loss(model, batch, self.vocab.pad_id)
+
+    def train_batches(self, epoch: int) -> list[Batch]:
+        """The training split in batches, in a fresh, seeded order for each epoch."""
+        c = self.config
+        return make_batches(
+            self.splits.train,
+            self.vocab,
+            self.vocab,
+            c.batch_size,
+            shuffle=True,
+            seed=c.seed * 1_000 + epoch,
+        )
+
+
+def prepare(config: CopyTaskConfig | None = None) -> CopyTask:
+    """Generate the splits; source and target share one vocabulary, the alphabet's."""
+    config = config or CopyTaskConfig.for_mode()
+    splits = make_copy_splits(config)
+    vocab = CharVocab(config.alphabet)
+    return CopyTask(
+        config,
+        splits,
+        vocab,
+        make_batches(splits.valid, vocab, vocab, 256),
+        make_batches(splits.test, vocab, vocab, 256),
+    )
+
+
+def new_model(kind: str, task: CopyTask, **options) -> Seq2Seq:
+    """An untrained model of the named kind (``'none'``, ``'bahdanau'``, ...), sized by the task."""
+    c = task.config
+    sizes = {
+        "embedding_dim": c.embedding_dim,
+        "hidden_size": c.hidden_size,
+        "attention_size": c.attention_size,
+    }
+    return build_model(kind, task.vocab, task.vocab, **(sizes | options))
+
+
+def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
+    """Fraction of predictions equal to their target, symbol for symbol."""
+    _check_same_count(predictions, targets)
+    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
+
+
+def token_accuracy(predictions: Sequence[str], targets: Sequence[str]) -> float:
+    """Fraction of target symbols predicted right at their position; an output too short misses
+    the rest, and symbols beyond the target's length are not counted."""
+    _check_same_count(predictions, targets)
+    right = sum(
+        sum(p == t for p, t in zip(prediction, target, strict=False))
+        for prediction, target in zip(predictions, targets, strict=True)
+    )
+    return right / sum(len(target) for target in targets)
+
+
+def evaluate(
+    model: Seq2Seq, batches: Sequence[Batch], task: CopyTask
+) -> tuple[list[str], dict[str, float]]:
+    """Greedy predictions of ``batches``, with their ``exact`` match and ``token`` accuracy."""
+    predictions = predict(model, batches, task.vocab, task.max_steps)
+    targets = [target for batch in batches for target in batch.targets]
+    scores = {
+        "exact": exact_match(predictions, targets),
+        "token": token_accuracy(predictions, targets),
+    }
+    return predictions, scores
+
+
+def train(
+    kind: str, task: CopyTask, progress: bool = True, model: nn.Module | None = None
+) -> TrainedModel:
+    """Train a model of the named kind for the configured epochs, scoring the validation split
+    greedily after each one (metrics ``valid_exact`` and ``valid_token``)."""
+
+    def score(trained: nn.Module) -> dict[str, float]:
+        _, scores = evaluate(trained, task.valid_batches, task)
+        return {f"valid_{name}": value for name, value in scores.items()}
+
+    model = model or new_model(kind, task)
+    start = time.perf_counter()
+    history = fit(
+        model,
+        task.train_batches,
+        task.loss,
+        epochs=task.config.epochs,
+        lr=task.config.lr,
+        evaluate=score,
+        device="cpu",
+        progress=progress,
+    )
+    return TrainedModel(kind, model, history, count_parameters(model), time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class LengthScores:
+    """Scores of the test strings of one length."""
+
+    length: int
+    exact: float
+    token: float
+    count: int
+
+
+def scores_by_length(
+    predictions: Sequence[str], pairs: Sequence[tuple[str, str]]
+) -> list[LengthScores]:
+    """Exact match and token accuracy for each source length present, shortest first."""
+    _check_same_count(predictions, pairs)
+    groups: dict[int, tuple[list[str], list[str]]] = {}
+    for prediction, (source, target) in zip(predictions, pairs, strict=True):
+        guesses, targets = groups.setdefault(len(source), ([], []))
+        guesses.append(prediction)
+        targets.append(target)
+    return [
+        LengthScores(
+            length, exact_match(guesses, targets), token_accuracy(guesses, targets), len(targets)
+        )
+        for length, (guesses, targets) in sorted(groups.items())
+    ]
+
+
+def mean_and_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation of runs (sd 0 for a single run)."""
+    if not values:
+        raise ValueError("mean_and_sd needs at least one value")
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return statistics.fmean(values), sd
+
+
+def plateaued(values: Sequence[float], window: int = 5, tolerance: float = 0.02) -> bool:
+    """Whether the last ``window`` values stay within ``tolerance`` of their mean."""
+    _check_count("window", window)
+    if len(values) < window:
+        raise ValueError(f"plateaued needs at least window={window} values, got {len(values)}")
+    last = values[-window:]
+    mean = statistics.fmean(last)
+    return all(abs(value - mean) <= tolerance for value in last)
+
+
+def _check_count(name: str, value: object) -> None:
+    """Require a positive int (not a float such as 3.0, nor a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
+
+
+def _check_lengths(min_length: int, max_length: int) -> None:
+    """Require ints with 1 <= min_length <= max_length."""
+    _check_count("min_length", min_length)
+    _check_count("max_length", max_length)
+    if min_length > max_length:
+        raise ValueError(f"min_length {min_length} is larger than max_length {max_length}")
+
+
+def _check_alphabet(alphabet: object) -> None:
+    """Require a string of at least two symbols, none of them repeated."""
+    if not isinstance(alphabet, str) or len(alphabet) < 2:
+        raise ValueError(f"alphabet must be a string of at least 2 symbols, got {alphabet!r}")
+    repeated = sorted({symbol for symbol in alphabet if alphabet.count(symbol) > 1})
+    if repeated:
+        raise ValueError(f"alphabet {alphabet!r} repeats the symbols {repeated}")
+
+
+def _check_same_count(predictions: Sequence, targets: Sequence) -> None:
+    """Require as many predictions as targets, and at least one."""
+    if len(predictions) != len(targets):
+        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
+    if not targets:
+        raise ValueError("scoring needs at least one target")
