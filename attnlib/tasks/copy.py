@@ -17,13 +17,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import torch
 from torch import nn
 
 from attnlib.config import quick_mode
 from attnlib.data.text import Batch, CharVocab, make_batches
-from attnlib.seq2seq import Seq2Seq, build_model, count_parameters
-from attnlib.tasks.dates import TrainedModel, predict, teacher_forcing_loss
+from attnlib.seq2seq import Seq2Seq, count_parameters
+from attnlib.tasks.dates import Seq2SeqTask, TrainedModel, new_model, predict
 from attnlib.training import fit
 
 DIGITS = "0123456789"
@@ -142,7 +141,7 @@ def make_copy_splits(config: CopyTaskConfig) -> CopySplits:
 
 
 @dataclass
-class CopyTask:
+class CopyTask(Seq2SeqTask):
     """Data and vocabulary of one configuration, with batches ready for evaluation."""
 
     config: CopyTaskConfig
@@ -166,22 +165,6 @@ class CopyTask:
         """Greedy decoding steps: the longest target and its end symbol."""
         return self.config.max_length + 1
 
-    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        """The training loss, :func:`teacher_forcing_loss` with the pad id: a 0-d tensor."""
-        return teacher_forcing_loss(model, batch, self.vocab.pad_id)
-
-    def train_batches(self, epoch: int) -> list[Batch]:
-        """The training split in batches, in a fresh, seeded order for each epoch."""
-        c = self.config
-        return make_batches(
-            self.splits.train,
-            self.vocab,
-            self.vocab,
-            c.batch_size,
-            shuffle=True,
-            seed=c.seed * 1_000 + epoch,
-        )
-
 
 def prepare(config: CopyTaskConfig | None = None) -> CopyTask:
     """Generate the splits; source and target share one vocabulary, the alphabet's."""
@@ -195,17 +178,6 @@ def prepare(config: CopyTaskConfig | None = None) -> CopyTask:
         make_batches(splits.valid, vocab, vocab, 256),
         make_batches(splits.test, vocab, vocab, 256),
     )
-
-
-def new_model(kind: str, task: CopyTask, **options) -> Seq2Seq:
-    """An untrained model of the named kind (``'none'``, ``'bahdanau'``, ...), sized by the task."""
-    c = task.config
-    sizes = {
-        "embedding_dim": c.embedding_dim,
-        "hidden_size": c.hidden_size,
-        "attention_size": c.attention_size,
-    }
-    return build_model(kind, task.vocab, task.vocab, **(sizes | options))
 
 
 def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:

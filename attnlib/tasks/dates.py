@@ -76,16 +76,12 @@ class DateTaskConfig:
         return config
 
 
-@dataclass
-class DateTask:
-    """Data and vocabularies of one configuration, with batches ready for evaluation."""
+class Seq2SeqTask:
+    """What every sequence-to-sequence task here shares: its loss and its training batches.
 
-    config: DateTaskConfig
-    splits: DateSplits
-    source_vocab: CharVocab
-    target_vocab: CharVocab
-    valid_batches: list[Batch]
-    test_batches: list[Batch]
+    A subclass has ``config`` (with ``batch_size`` and ``seed``), ``splits`` (with ``train``
+    pairs), ``source_vocab`` and ``target_vocab``.
+    """
 
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         """The task's training loss, :func:`teacher_forcing_loss` with the target's pad id."""
@@ -102,6 +98,18 @@ class DateTask:
             shuffle=True,
             seed=c.seed * 1_000 + epoch,
         )
+
+
+@dataclass
+class DateTask(Seq2SeqTask):
+    """Data and vocabularies of one configuration, with batches ready for evaluation."""
+
+    config: DateTaskConfig
+    splits: DateSplits
+    source_vocab: CharVocab
+    target_vocab: CharVocab
+    valid_batches: list[Batch]
+    test_batches: list[Batch]
 
 
 def prepare(config: DateTaskConfig | None = None) -> DateTask:
@@ -176,8 +184,9 @@ class TrainedModel:
     seconds: float
 
 
-def new_model(kind: str, task: DateTask, **options) -> Seq2Seq:
-    """An untrained model of the named kind, sized by the task's configuration.
+def new_model(kind: str, task: Seq2SeqTask, **options) -> Seq2Seq:
+    """An untrained model of the named kind, sized by the task's configuration (which has
+    ``embedding_dim``, ``hidden_size`` and ``attention_size``).
 
     ``options`` go to :func:`attnlib.seq2seq.build_model`, e.g. ``input_feeding=False``.
     """
