@@ -9,6 +9,14 @@ from __future__ import annotations
 import torch
 
 
+def check_count(name: str, value: object) -> None:
+    """Require a positive int (not a float such as 3.0, nor a bool); the error names ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
+
+
 def check_tensor(name: str, tensor: object, min_dims: int = 2) -> torch.Tensor:
     """Require a floating tensor of at least ``min_dims`` dimensions with no NaN in it."""
     if not isinstance(tensor, torch.Tensor):

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from attnlib._checks import check_count
 from attnlib.config import choose_device
 
 LossFunction = Callable[[nn.Module, object], torch.Tensor]
@@ -115,11 +116,11 @@ def fit(
     e.g. ``time.process_time``, the CPU time of this process, which other programs sharing the
     cores do not inflate (on a CPU-only run, the compute spent).
     """
-    _check_count("epochs", epochs)
+    check_count("epochs", epochs)
     if max_steps is not None:
-        _check_count("max_steps", max_steps)
+        check_count("max_steps", max_steps)
     if evaluate_every is not None:
-        _check_count("evaluate_every", evaluate_every)
+        check_count("evaluate_every", evaluate_every)
         if evaluate is None:
             raise ValueError("evaluate_every was given without evaluate: nothing to evaluate")
     if not callable(clock):
@@ -192,14 +193,6 @@ def fit(
 
 
 _REDRAW_SECONDS = 0.5
-
-
-def _check_count(name: str, value: object) -> None:
-    """Require a positive int (not a float such as 3.0, nor a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be positive, got {value}")
 
 
 class _RunningLoss:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from torch import nn
 
+from attnlib._checks import check_count
 from attnlib.config import quick_mode
 from attnlib.data.text import Batch, CharVocab, make_batches
 from attnlib.seq2seq import Seq2Seq, count_parameters
@@ -32,7 +33,7 @@ def random_strings(
     n: int, min_length: int, max_length: int, alphabet: str = DIGITS, seed: int = 0
 ) -> list[str]:
     """``n`` strings, lengths uniform in [min_length, max_length], symbols uniform; seeded."""
-    _check_count("n", n)
+    check_count("n", n)
     _check_lengths(min_length, max_length)
     _check_alphabet(alphabet)
     rng = random.Random(seed)
@@ -81,7 +82,7 @@ class CopyTaskConfig:
         counts = ("n_train", "n_valid", "n_test_per_length", "epochs", "batch_size")
         sizes = ("embedding_dim", "hidden_size", "attention_size")
         for name in counts + sizes:
-            _check_count(f"CopyTaskConfig.{name}", getattr(self, name))
+            check_count(f"CopyTaskConfig.{name}", getattr(self, name))
         _check_lengths(self.min_length, self.max_length)
         _check_alphabet(self.alphabet)
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or self.lr <= 0:
@@ -273,7 +274,7 @@ def mean_and_sd(values: Sequence[float]) -> tuple[float, float]:
 
 def plateaued(values: Sequence[float], window: int = 5, tolerance: float = 0.02) -> bool:
     """Whether the last ``window`` values stay within ``tolerance`` of their mean."""
-    _check_count("window", window)
+    check_count("window", window)
     if len(values) < window:
         raise ValueError(f"plateaued needs at least window={window} values, got {len(values)}")
     last = values[-window:]
@@ -281,18 +282,10 @@ def plateaued(values: Sequence[float], window: int = 5, tolerance: float = 0.02)
     return all(abs(value - mean) <= tolerance for value in last)
 
 
-def _check_count(name: str, value: object) -> None:
-    """Require a positive int (not a float such as 3.0, nor a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be positive, got {value}")
-
-
 def _check_lengths(min_length: int, max_length: int) -> None:
     """Require ints with 1 <= min_length <= max_length."""
-    _check_count("min_length", min_length)
-    _check_count("max_length", max_length)
+    check_count("min_length", min_length)
+    check_count("max_length", max_length)
     if min_length > max_length:
         raise ValueError(f"min_length {min_length} is larger than max_length {max_length}")
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlib._checks import check_count
 from attnlib.config import quick_mode
 from attnlib.data.dates import DateSplits, make_splits
 from attnlib.data.text import Batch, CharVocab, make_batches
@@ -58,13 +59,7 @@ class DateTaskConfig:
         counts = ("n_train", "n_valid", "n_test", "epochs", "batch_size")
         sizes = ("embedding_dim", "hidden_size", "attention_size")
         for name in counts + sizes:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(
-                    f"DateTaskConfig.{name} must be an int, got {type(value).__name__} {value!r}"
-                )
-            if value < 1:
-                raise ValueError(f"DateTaskConfig.{name} must be positive, got {value}")
+            check_count(f"DateTaskConfig.{name}", getattr(self, name))
 
     @classmethod
     def for_mode(cls, **overrides) -> DateTaskConfig:

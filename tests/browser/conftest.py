@@ -10,11 +10,8 @@ The book tests FAIL, rather than skip, when ``_build/html`` is missing: build it
 
 from __future__ import annotations
 
-import functools
-import http.server
 import importlib.util
 import os
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from .helpers import serve_folder
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -180,11 +179,6 @@ def watched_page(browser: Browser) -> Iterator[WatchedPage]:
 # --- the built book, served over HTTP -----------------------------------------------------------
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
-        pass
-
-
 @pytest.fixture(scope="session")
 def built_book() -> Path:
     """The built book's folder; fails (never skips) with the fix when it is missing."""
@@ -200,17 +194,8 @@ def built_book() -> Path:
 @pytest.fixture(scope="session")
 def book_url(built_book: Path) -> Iterator[str]:
     """Base URL (ending in '/') of a local HTTP server for _build/html on a free port."""
-    handler = functools.partial(QuietHandler, directory=str(built_book))
-    server = http.server.ThreadingHTTPServer((LOCAL_HOST, 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="book-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{LOCAL_HOST}:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve_folder(built_book) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
