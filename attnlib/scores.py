@@ -7,7 +7,9 @@ additive (Bahdanau's; Luong calls it concat) learn theirs. :data:`SCORES` names 
 
 Calling a score checks its inputs. Each score module also has ``check_shapes`` (widths only)
 and ``unchecked`` (the arithmetic alone), so that :func:`attnlib.attention.attend`, which has
-already scanned its inputs, does not scan them again.
+already scanned its inputs, does not scan them again. ``unchecked`` is ``prepare_keys`` (what
+depends on the keys alone, e.g. W_k k) followed by ``score_prepared``: a decoder that asks many
+queries of the same keys, one step at a time, prepares them once.
 """
 
 from __future__ import annotations
@@ -74,23 +76,31 @@ class Score(nn.Module):
 
     def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """The arithmetic alone: (..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_q, n_k)."""
+        return self.score_prepared(queries, self.prepare_keys(keys))
+
+    def prepare_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """What depends on the keys alone: (..., n_keys, d_k) -> (..., n_keys, d); here the keys."""
+        return keys
+
+    def score_prepared(self, queries: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        """Scores from prepared keys: (..., n_queries, d_q), (..., n_keys, d) -> (..., n_q, n_k)."""
         raise NotImplementedError
 
 
 class DotScore(Score):
     """Module form of :func:`dot_score` (no parameters)."""
 
-    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """(..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        return dot_product(queries, keys)
+    def score_prepared(self, queries: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        """(..., n_queries, d_k), keys (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+        return dot_product(queries, prepared)
 
 
 class ScaledDotScore(Score):
     """Module form of :func:`scaled_dot_score` (no parameters)."""
 
-    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """(..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        return scaled_dot_product(queries, keys)
+    def score_prepared(self, queries: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        """(..., n_queries, d_k), keys (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+        return scaled_dot_product(queries, prepared)
 
 
 class _WidthsScore(Score):
@@ -121,9 +131,13 @@ class GeneralScore(_WidthsScore):
         self.d_query, self.d_key = d_query, d_key
         self.key_projection = nn.Linear(d_key, d_query, bias=False)
 
-    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """(..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
-        return queries @ self.key_projection(keys).transpose(-2, -1)
+    def prepare_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """W k for every key: (..., n_keys, d_k) -> (..., n_keys, d_q)."""
+        return self.key_projection(keys)
+
+    def score_prepared(self, queries: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        """qᵀ (W k): (..., n_queries, d_q), (..., n_keys, d_q) -> (..., n_queries, n_keys)."""
+        return queries @ prepared.transpose(-2, -1)
 
 
 class AdditiveScore(_WidthsScore):
@@ -136,13 +150,15 @@ class AdditiveScore(_WidthsScore):
         self.key_projection = nn.Linear(d_key, d_hidden, bias=True)
         self.vector = nn.Linear(d_hidden, 1, bias=False)
 
-    def unchecked(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """(..., n_queries, d_q), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+    def prepare_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """W_k k + b for every key: (..., n_keys, d_k) -> (..., n_keys, d_hidden)."""
+        return self.key_projection(keys)
+
+    def score_prepared(self, queries: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        """vᵀ tanh(W_q q + prepared): (..., n_q, d_q), (..., n_keys, d_h) -> (..., n_q, n_k)."""
         # Broadcast to (..., n_queries, n_keys, d_hidden): this is why additive scores cost
         # more memory than a matrix product.
-        hidden = self.query_projection(queries).unsqueeze(-2) + self.key_projection(keys).unsqueeze(
-            -3
-        )
+        hidden = self.query_projection(queries).unsqueeze(-2) + prepared.unsqueeze(-3)
         return self.vector(torch.tanh(hidden)).squeeze(-1)
 
 

@@ -18,7 +18,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlib.attention import attend_unchecked
 from attnlib.masks import padding_mask
-from attnlib.scores import AdditiveScore, make_score
+from attnlib.scores import AdditiveScore, Score, make_score
 
 # Luong's scores by their names in attnlib.scores.SCORES ("additive" is the paper's "concat").
 LUONG_SCORES = ("dot", "general", "additive")
@@ -122,7 +122,56 @@ class Encoder(nn.Module):
         return host_lengths
 
 
-class PlainDecoder(nn.Module):
+@dataclass
+class Memory:
+    """What every decoder step reads of the source, computed once per source: the encoder
+    outputs (batch, src_len, hidden), the keys as the score prepared them (batch, src_len, d)
+    and the padding mask (batch, 1, src_len), True at real characters."""
+
+    values: torch.Tensor
+    keys: torch.Tensor
+    mask: torch.Tensor
+
+
+class Decoder(nn.Module):
+    """What the three decoders share: a step is embed, ``advance``, then the output layer.
+
+    ``advance`` works on embedded symbols and returns the features the output layer reads, so
+    that teacher forcing can embed every step's symbol, and turn every step's features into
+    logits, in one call each (:meth:`Seq2Seq.forward`).
+    """
+
+    uses_attention: bool
+    embedding: nn.Embedding
+    output: nn.Linear
+    score: Score
+
+    def remember(self, encoder_outputs: torch.Tensor, source_mask: torch.Tensor) -> Memory:
+        """Prepare the source once for every step: keys through the score's ``prepare_keys``."""
+        return Memory(encoder_outputs, self.score.prepare_keys(encoder_outputs), source_mask)
+
+    def advance(
+        self, embedded: torch.Tensor, state: tuple, memory: Memory
+    ) -> tuple[torch.Tensor, tuple, torch.Tensor | None]:
+        """One step from an embedded symbol (batch, emb): features, new state, weights or None."""
+        raise NotImplementedError
+
+    def step(self, token, state, encoder_outputs, source_mask):
+        """One step: token (batch,) -> logits (batch, vocab), new state, weights (batch, src)."""
+        memory = self.remember(encoder_outputs, source_mask)
+        features, state, weights = self.advance(self.embedding(token), state, memory)
+        return self.output(features), state, weights
+
+    def _attend(self, query: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
+        """Context (batch, hidden) and weights (batch, src) for one query (batch, hidden)."""
+        # Inner step of a checked model: the score's arithmetic alone, no input scans.
+        context, weights = attend_unchecked(
+            query.unsqueeze(1), memory.keys, memory.values, memory.mask, self.score.score_prepared
+        )  # (batch, 1, hidden), (batch, 1, src)
+        return context.squeeze(1), weights.squeeze(1)
+
+
+class PlainDecoder(Decoder):
     """No attention: every step sees the same summary vector of the whole source."""
 
     uses_attention = False
@@ -137,16 +186,18 @@ class PlainDecoder(nn.Module):
         """The decoder state before the first step: (hidden, fixed context)."""
         return summary, summary
 
-    def step(self, token, state, encoder_outputs, source_mask):
-        """One step: token (batch,) -> logits (batch, vocab), new state, no weights."""
+    def remember(self, encoder_outputs: torch.Tensor, source_mask: torch.Tensor) -> Memory:
+        """Nothing to prepare: this decoder never looks at the encoder outputs."""
+        return Memory(encoder_outputs, encoder_outputs, source_mask)
+
+    def advance(self, embedded, state, memory):
+        """features [s_t; c; e] (batch, 2·hidden + emb), state (s_t, c), no weights."""
         hidden, context = state
-        embedded = self.embedding(token)
         hidden = self.cell(torch.cat([embedded, context], dim=-1), hidden)
-        logits = self.output(torch.cat([hidden, context, embedded], dim=-1))
-        return logits, (hidden, context), None
+        return torch.cat([hidden, context, embedded], dim=-1), (hidden, context), None
 
 
-class BahdanauDecoder(nn.Module):
+class BahdanauDecoder(Decoder):
     """Additive attention queried by the previous state s_{t-1}; the context feeds the GRU."""
 
     uses_attention = True
@@ -162,25 +213,15 @@ class BahdanauDecoder(nn.Module):
         """The decoder state before the first step: (hidden,)."""
         return (summary,)
 
-    def step(self, token, state, encoder_outputs, source_mask):
-        """One step: token (batch,) -> logits (batch, vocab), new state, weights (batch, src)."""
+    def advance(self, embedded, state, memory):
+        """features [s_t; c_t; e] (batch, 2·hidden + emb), state (s_t,), weights (batch, src)."""
         (previous,) = state
-        # Inner step of a checked model: the score's arithmetic alone, no input scans.
-        context, weights = attend_unchecked(
-            previous.unsqueeze(1),
-            encoder_outputs,
-            encoder_outputs,
-            source_mask,
-            self.score.unchecked,
-        )  # (batch, 1, hidden), (batch, 1, src)
-        context = context.squeeze(1)
-        embedded = self.embedding(token)
+        context, weights = self._attend(previous, memory)
         hidden = self.cell(torch.cat([embedded, context], dim=-1), previous)
-        logits = self.output(torch.cat([hidden, context, embedded], dim=-1))
-        return logits, (hidden,), weights.squeeze(1)
+        return torch.cat([hidden, context, embedded], dim=-1), (hidden,), weights
 
 
-class LuongDecoder(nn.Module):
+class LuongDecoder(Decoder):
     """Attention queried by the current state s_t; s̃_t = tanh(W_c [c_t; s_t]) predicts.
 
     With input feeding, s̃_{t-1} joins the next step's input, so the decoder knows where it
@@ -215,18 +256,14 @@ class LuongDecoder(nn.Module):
         """The decoder state before the first step: (hidden, attentional state s̃ = 0)."""
         return summary, torch.zeros_like(summary)
 
-    def step(self, token, state, encoder_outputs, source_mask):
-        """One step: token (batch,) -> logits (batch, vocab), new state, weights (batch, src)."""
+    def advance(self, embedded, state, memory):
+        """features s̃_t (batch, hidden), state (s_t, s̃_t), weights (batch, src)."""
         previous, attentional = state
-        embedded = self.embedding(token)
         step_input = torch.cat([embedded, attentional], -1) if self.input_feeding else embedded
         hidden = self.cell(step_input, previous)
-        # Inner step of a checked model: the score's arithmetic alone, no input scans.
-        context, weights = attend_unchecked(
-            hidden.unsqueeze(1), encoder_outputs, encoder_outputs, source_mask, self.score.unchecked
-        )  # (batch, 1, hidden), (batch, 1, src)
-        attentional = torch.tanh(self.combine(torch.cat([context.squeeze(1), hidden], dim=-1)))
-        return self.output(attentional), (hidden, attentional), weights.squeeze(1)
+        context, weights = self._attend(hidden, memory)
+        attentional = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
+        return attentional, (hidden, attentional), weights
 
 
 @dataclass
@@ -244,7 +281,7 @@ class Seq2Seq(nn.Module):
     """
 
     def __init__(
-        self, encoder: Encoder, decoder: nn.Module, *, pad_id: int, sos_id: int, eos_id: int
+        self, encoder: Encoder, decoder: Decoder, *, pad_id: int, sos_id: int, eos_id: int
     ):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
@@ -254,18 +291,22 @@ class Seq2Seq(nn.Module):
         self, source: torch.Tensor, lengths: torch.Tensor, target_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher forcing: logits (batch, tgt_len, vocab), alignments (batch, tgt_len, src_len)."""
+        decoder = self.decoder
         encoder_outputs, summary = self.encoder(source, lengths)
-        mask = padding_mask(lengths.to(source.device), source.shape[1])
-        state = self.decoder.init_state(summary, encoder_outputs)
-        all_logits, all_weights = [], []
+        memory = decoder.remember(
+            encoder_outputs, padding_mask(lengths.to(source.device), source.shape[1])
+        )
+        state = decoder.init_state(summary, encoder_outputs)
+        # The same arithmetic as calling decoder.step in a loop, but the symbols are embedded
+        # and the features turned into logits for all steps at once: fewer, larger operations.
+        embedded = decoder.embedding(target_in)  # (batch, tgt_len, emb)
+        all_features, all_weights = [], []
         for step in range(target_in.shape[1]):
-            logits, state, weights = self.decoder.step(
-                target_in[:, step], state, encoder_outputs, mask
-            )
-            all_logits.append(logits)
+            features, state, weights = decoder.advance(embedded[:, step], state, memory)
+            all_features.append(features)
             all_weights.append(weights)
-        alignments = torch.stack(all_weights, 1) if self.decoder.uses_attention else None
-        return torch.stack(all_logits, 1), alignments
+        alignments = torch.stack(all_weights, 1) if decoder.uses_attention else None
+        return decoder.output(torch.stack(all_features, 1)), alignments
 
     @torch.no_grad()
     def greedy_decode(
@@ -274,15 +315,18 @@ class Seq2Seq(nn.Module):
         """Feed back the likeliest symbol until every row has produced the end symbol."""
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        decoder = self.decoder
         encoder_outputs, summary = self.encoder(source, lengths)
-        mask = padding_mask(lengths.to(source.device), source.shape[1])
-        state = self.decoder.init_state(summary, encoder_outputs)
+        memory = decoder.remember(
+            encoder_outputs, padding_mask(lengths.to(source.device), source.shape[1])
+        )
+        state = decoder.init_state(summary, encoder_outputs)
         token = torch.full((source.shape[0],), self.sos_id, device=source.device)
         finished = torch.zeros(source.shape[0], dtype=torch.bool, device=source.device)
         tokens, alignments = [], []
         for _ in range(max_steps):
-            logits, state, weights = self.decoder.step(token, state, encoder_outputs, mask)
-            token = logits.argmax(-1)
+            features, state, weights = decoder.advance(decoder.embedding(token), state, memory)
+            token = decoder.output(features).argmax(-1)
             tokens.append(token.masked_fill(finished, self.pad_id))
             alignments.append(weights)
             finished |= token == self.eos_id

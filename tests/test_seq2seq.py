@@ -7,6 +7,7 @@ import torch
 
 from attnlib import seed_everything
 from attnlib.data.text import CharVocab
+from attnlib.masks import padding_mask
 from attnlib.seq2seq import MODEL_KINDS, Encoder, LuongDecoder, build_model
 
 # 4 special symbols + 16 and + 11 characters: vocabularies of 20 and 15 symbols.
@@ -56,6 +57,33 @@ def test_padded_source_positions_get_exactly_zero_weight(kind, batch):
     torch.testing.assert_close(alignments.sum(-1), torch.ones(3, 5))
 
 
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_teacher_forcing_equals_calling_step_in_a_loop(kind, batch):
+    # forward embeds all symbols and applies the output layer once; step does one at a time.
+    source, lengths, target_in = batch
+    model = build_model(kind, SOURCE, TARGET, embedding_dim=8, hidden_size=16).eval()
+    logits, alignments = model(source, lengths, target_in)
+    outputs, summary = model.encoder(source, lengths)
+    mask = padding_mask(lengths, source.shape[1])
+    state = model.decoder.init_state(summary, outputs)
+    for t in range(target_in.shape[1]):
+        step_logits, state, weights = model.decoder.step(target_in[:, t], state, outputs, mask)
+        torch.testing.assert_close(logits[:, t], step_logits, rtol=1e-6, atol=1e-6)
+        if kind != "none":
+            torch.testing.assert_close(alignments[:, t], weights, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", [k for k in MODEL_KINDS if k != "none"])
+def test_the_decoder_prepares_the_keys_as_its_score_would(kind, batch):
+    source, lengths, _ = batch
+    model = build_model(kind, SOURCE, TARGET, embedding_dim=8, hidden_size=16)
+    outputs, summary = model.encoder(source, lengths)
+    memory = model.decoder.remember(outputs, padding_mask(lengths, source.shape[1]))
+    query = summary.unsqueeze(1)  # (batch, 1, hidden)
+    prepared = model.decoder.score.score_prepared(query, memory.keys)
+    torch.testing.assert_close(prepared, model.decoder.score(query, outputs), rtol=0, atol=0)
+
+
 def test_greedy_decoding_stops_once_every_row_ends():
     model = build_model("bahdanau", SOURCE, TARGET, embedding_dim=8, hidden_size=16)
     with torch.no_grad():  # make </s> always the likeliest symbol
@@ -71,19 +99,18 @@ def test_greedy_decoding_stops_once_every_row_ends():
 def test_greedy_decoding_pads_rows_that_already_ended():
     model = build_model("none", SOURCE, TARGET, embedding_dim=8, hidden_size=16)
     calls = {"n": 0}
-    original = model.decoder.step
 
-    def scripted_step(token, state, outputs, mask):
-        logits, state, weights = original(token, state, outputs, mask)
+    def scripted_output(module, inputs, logits):
+        # A forward hook's return value replaces the output layer's logits.
         calls["n"] += 1
         scripted = torch.full_like(logits, -10.0)
         # Row 0 ends at step 1; row 1 emits symbol 5 twice and then ends.
         scripted[0, end if calls["n"] == 1 else 7] = 10.0
         scripted[1, 5 if calls["n"] < 3 else end] = 10.0
-        return scripted, state, weights
+        return scripted
 
     end, pad = TARGET.eos_id, TARGET.pad_id
-    model.decoder.step = scripted_step
+    model.decoder.output.register_forward_hook(scripted_output)
     decoded = model.greedy_decode(torch.randint(4, SOURCE_VOCAB, (2, 5)), torch.tensor([5, 5]))
     assert decoded.tokens.tolist() == [[end, pad, pad], [5, 5, end]]
 

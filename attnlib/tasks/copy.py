@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from torch import nn
 
 from attnlib._checks import check_count
-from attnlib.config import quick_mode
+from attnlib.config import quick_mode, seed_everything
 from attnlib.data.text import Batch, CharVocab, make_batches
 from attnlib.seq2seq import Seq2Seq, count_parameters
 from attnlib.tasks.dates import Seq2SeqTask, TrainedModel, new_model, predict
-from attnlib.training import fit
+from attnlib.training import History, fit
 
 DIGITS = "0123456789"
 
@@ -72,7 +72,7 @@ class CopyTaskConfig:
     n_test_per_length: int = 50
     seed: int = 0
     epochs: int = 30
-    batch_size: int = 128
+    batch_size: int = 256
     lr: float = 1e-2
     embedding_dim: int = 16
     hidden_size: int = 64
@@ -234,6 +234,34 @@ def train(
         progress=progress,
     )
     return TrainedModel(kind, model, history, count_parameters(model), time.perf_counter() - start)
+
+
+@dataclass
+class SeedRun:
+    """One kind trained on one seed's data: what chapter 03 keeps of each of its runs.
+
+    ``scores`` holds the test split's ``exact`` match and ``token`` accuracy, ``by_length`` the
+    same per input length, shortest first; ``predictions`` are the test outputs, in order.
+    """
+
+    kind: str
+    seed: int
+    history: History
+    seconds: float
+    predictions: list[str]
+    scores: dict[str, float]
+    by_length: list[LengthScores]
+
+
+def train_seed(kind: str, config: CopyTaskConfig, seed: int) -> SeedRun:
+    """Train ``kind`` on the strings of ``seed``, its weights seeded by ``seed`` too, and score
+    it on that seed's test split; for :func:`attnlib.parallel.run_parallel`, one seed a process."""
+    task = prepare(replace(config, seed=seed))
+    seed_everything(seed, threads=1)
+    run = train(kind, task, progress=False)
+    predictions, scores = evaluate(run.model, task.test_batches, task)
+    by_length = scores_by_length(predictions, task.splits.test)
+    return SeedRun(kind, seed, run.history, run.seconds, predictions, scores, by_length)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlib._checks import check_count
-from attnlib.config import quick_mode
+from attnlib.config import quick_mode, seed_everything
 from attnlib.data.dates import DateSplits, make_splits
 from attnlib.data.text import Batch, CharVocab, make_batches
 from attnlib.seq2seq import Seq2Seq, build_model, count_parameters
@@ -225,6 +225,20 @@ def train(
         progress=progress,
     )
     return TrainedModel(kind, model, history, count_parameters(model), time.perf_counter() - start)
+
+
+def train_seed(kind: str, config: DateTaskConfig, seed: int, **options) -> TrainedModel:
+    """Train ``kind`` on the pairs of ``config`` with the starting weights and batch order of
+    ``seed``: the data stay those of ``config.seed``. ``options`` go to :func:`new_model`.
+
+    One run of a comparison over seeds, for :func:`attnlib.parallel.run_parallel` (pass options
+    with ``functools.partial``).
+    """
+    task = prepare(config)
+    seed_everything(seed, threads=1)
+    model = new_model(kind, task, **options)
+    seeded_task = replace(task, config=replace(config, seed=seed))  # same pairs, new order
+    return train(kind, seeded_task, progress=False, model=model)
 
 
 def predict_test_split(trained: Seq2Seq, task: DateTask) -> list[str]:
