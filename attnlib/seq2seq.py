@@ -287,16 +287,19 @@ class Seq2Seq(nn.Module):
         self.encoder, self.decoder = encoder, decoder
         self.pad_id, self.sos_id, self.eos_id = pad_id, sos_id, eos_id
 
+    def _start(self, source: torch.Tensor, lengths: torch.Tensor) -> tuple[Memory, tuple]:
+        """Encode the source: the decoder's memory of it and its state before the first step."""
+        encoder_outputs, summary = self.encoder(source, lengths)
+        mask = padding_mask(lengths.to(source.device), source.shape[1])
+        memory = self.decoder.remember(encoder_outputs, mask)
+        return memory, self.decoder.init_state(summary, encoder_outputs)
+
     def forward(
         self, source: torch.Tensor, lengths: torch.Tensor, target_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher forcing: logits (batch, tgt_len, vocab), alignments (batch, tgt_len, src_len)."""
         decoder = self.decoder
-        encoder_outputs, summary = self.encoder(source, lengths)
-        memory = decoder.remember(
-            encoder_outputs, padding_mask(lengths.to(source.device), source.shape[1])
-        )
-        state = decoder.init_state(summary, encoder_outputs)
+        memory, state = self._start(source, lengths)
         # The same arithmetic as calling decoder.step in a loop, but the symbols are embedded
         # and the features turned into logits for all steps at once: fewer, larger operations.
         embedded = decoder.embedding(target_in)  # (batch, tgt_len, emb)
@@ -316,11 +319,7 @@ class Seq2Seq(nn.Module):
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
         decoder = self.decoder
-        encoder_outputs, summary = self.encoder(source, lengths)
-        memory = decoder.remember(
-            encoder_outputs, padding_mask(lengths.to(source.device), source.shape[1])
-        )
-        state = decoder.init_state(summary, encoder_outputs)
+        memory, state = self._start(source, lengths)
         token = torch.full((source.shape[0],), self.sos_id, device=source.device)
         finished = torch.zeros(source.shape[0], dtype=torch.bool, device=source.device)
         tokens, alignments = [], []

@@ -17,7 +17,7 @@ import platform
 import time
 
 import torch
-import torch.nn.functional as F
+from torch import nn
 
 from attnlib import seed_everything
 from attnlib.masks import padding_mask
@@ -26,42 +26,41 @@ from attnlib.tasks import copy as copying
 from attnlib.tasks.dates import DateTaskConfig, new_model, prepare
 
 
-def step_loop_logits(model, batch) -> torch.Tensor:
-    """Teacher-forced logits (batch, tgt_len, vocab) from ``decoder.step``, one step at a time."""
-    outputs, summary = model.encoder(batch.source, batch.source_lengths)
-    mask = padding_mask(batch.source_lengths, batch.source.shape[1])
-    state = model.decoder.init_state(summary, outputs)
-    logits = []
-    for t in range(batch.target_in.shape[1]):
-        step_logits, state, _ = model.decoder.step(batch.target_in[:, t], state, outputs, mask)
-        logits.append(step_logits)
-    return torch.stack(logits, 1)
+class StepLoop(nn.Module):
+    """A model whose teacher forcing calls ``decoder.step`` one step at a time, as a peer."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, source, lengths, target_in) -> tuple[torch.Tensor, None]:
+        """Teacher-forced logits (batch, tgt_len, vocab) from ``decoder.step``; no alignments."""
+        decoder = self.model.decoder
+        outputs, summary = self.model.encoder(source, lengths)
+        mask = padding_mask(lengths, source.shape[1])
+        state = decoder.init_state(summary, outputs)
+        logits = []
+        for t in range(target_in.shape[1]):
+            step_logits, state, _ = decoder.step(target_in[:, t], state, outputs, mask)
+            logits.append(step_logits)
+        return torch.stack(logits, 1), None
 
 
-def forward_logits(model, batch) -> torch.Tensor:
-    """Teacher-forced logits (batch, tgt_len, vocab) from ``Seq2Seq.forward``."""
-    return model(batch.source, batch.source_lengths, batch.target_in)[0]
-
-
-def time_ways(task, kind: str, steps: int, pad_id: int) -> dict[str, float]:
+def time_ways(task, kind: str, steps: int) -> dict[str, float]:
     """Milliseconds per training step of each way, alternating them batch by batch."""
     seed_everything(0, threads=1)
-    models = {"forward": new_model(kind, task), "step loop": new_model(kind, task)}
-    models["step loop"].load_state_dict(models["forward"].state_dict())
-    ways = {"forward": forward_logits, "step loop": step_loop_logits}
+    forward = new_model(kind, task)
+    step_loop = new_model(kind, task)
+    step_loop.load_state_dict(forward.state_dict())
+    models = {"forward": forward, "step loop": StepLoop(step_loop)}
     optimizers = {name: torch.optim.Adam(m.parameters(), 1e-3) for name, m in models.items()}
-    seconds = dict.fromkeys(ways, 0.0)
+    seconds = dict.fromkeys(models, 0.0)
     batches = task.train_batches(0)
     for index in range(steps + 2):  # the first two steps warm up and are not counted
         batch = batches[index % len(batches)]
-        for name, logits_of in ways.items():
+        for name, model in models.items():
             start = time.perf_counter()
-            logits = logits_of(models[name], batch)
-            loss = F.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]),
-                batch.target_out.reshape(-1),
-                ignore_index=pad_id,
-            )
+            loss = task.loss(model, batch)  # the task's teacher-forcing loss, either way
             optimizers[name].zero_grad()
             loss.backward()
             optimizers[name].step()
@@ -86,7 +85,7 @@ def main() -> None:
     print(f"{'task':<7}{'model':<16}{'step loop ms':>14}{'forward ms':>12}{'time saved':>12}")
     for task_name, (task, kinds) in tasks.items():
         for kind in kinds:
-            ms = time_ways(task, kind, args.steps, task.target_vocab.pad_id)
+            ms = time_ways(task, kind, args.steps)
             saved = 1 - ms["forward"] / ms["step loop"]
             print(
                 f"{task_name:<7}{kind:<16}{ms['step loop']:>14.1f}{ms['forward']:>12.1f}"
