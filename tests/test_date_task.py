@@ -71,8 +71,9 @@ def test_train_seed_keeps_the_data_and_changes_weights_and_order():
 
 
 def test_train_seed_passes_options_to_the_model():
-    run = train_seed("luong-general", TINY, 0, input_feeding=False)
+    run = train_seed("luong-general", TINY, 0, {"input_feeding": False})
     assert run.model.decoder.input_feeding is False
+    assert train_seed("luong-general", TINY, 0).model.decoder.input_feeding is True
 
 
 def test_alignment_explorer_shows_prediction_and_reacts_to_the_model():

@@ -8,7 +8,7 @@ differ only in their attention. Special ids (padding, start, end) come from the 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -227,16 +227,19 @@ def train(
     return TrainedModel(kind, model, history, count_parameters(model), time.perf_counter() - start)
 
 
-def train_seed(kind: str, config: DateTaskConfig, seed: int, **options) -> TrainedModel:
+def train_seed(
+    kind: str, config: DateTaskConfig, seed: int, options: Mapping[str, object] | None = None
+) -> TrainedModel:
     """Train ``kind`` on the pairs of ``config`` with the starting weights and batch order of
     ``seed``: the data stay those of ``config.seed``. ``options`` go to :func:`new_model`.
 
-    One run of a comparison over seeds, for :func:`attnlib.parallel.run_parallel` (pass options
-    with ``functools.partial``).
+    One run of a comparison over seeds, for :func:`attnlib.parallel.run_parallel`: each job is
+    ``(kind, config, seed)`` or ``(kind, config, seed, options)``, so one pool can train models
+    built with different options.
     """
     task = prepare(config)
     seed_everything(seed, threads=1)
-    model = new_model(kind, task, **options)
+    model = new_model(kind, task, **(options or {}))
     seeded_task = replace(task, config=replace(config, seed=seed))  # same pairs, new order
     return train(kind, seeded_task, progress=False, model=model)
 
