@@ -184,21 +184,10 @@ def prompts(page) -> list[str]:
     return page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_inner_texts()
 
 
-def run_started(page, wait_ms: int = 2_000) -> bool:
-    """Whether some code cell has been queued or run within ``wait_ms``: its prompt is no
-    longer the blank ``[ ]:`` of a cleared notebook."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-
-    try:
-        page.wait_for_function(
-            """() => Array.from(
-                document.querySelectorAll(".jp-Notebook .jp-CodeCell .jp-InputPrompt"))
-              .some((p) => /^\\[(\\*|\\d+)\\]:$/.test(p.textContent.trim()))""",
-            timeout=wait_ms,
-        )
-    except PlaywrightTimeoutError:
-        return False
-    return True
+def run_started(page) -> bool:
+    """Whether some code cell has been queued or run: its prompt is no longer the blank ``[ ]:``
+    of a cleared notebook."""
+    return any(re.fullmatch(r"\[(\*|\d+)\]:", text.strip()) for text in prompts(page))
 
 
 def run_all_cells(page, n_code_cells: int) -> None:
@@ -219,6 +208,7 @@ def run_all_cells(page, n_code_cells: int) -> None:
         except PlaywrightTimeoutError:
             # On a loaded machine the click can land and still time out; clicking again would
             # run every cell a second time, so retry only if no cell has been queued.
+            page.wait_for_timeout(2_000)  # time for a landed click to queue the first cell
             if run_started(page):
                 break
             page.keyboard.press("Escape")
