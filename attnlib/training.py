@@ -85,6 +85,36 @@ class History:
         )
 
 
+class Patience:
+    """A ``stop_when`` for :func:`fit`: stop once ``metric`` has not beaten its best so far by
+    more than ``min_delta`` for ``patience`` evaluations in a row (higher is better).
+
+    Training then ends on a plateau by construction: the last ``patience`` epochs brought no
+    gain larger than ``min_delta``. ``best`` and ``best_epoch`` say where the best value was.
+    """
+
+    def __init__(self, metric: str, patience: int, min_delta: float = 0.0):
+        check_count("patience", patience)
+        if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)):
+            raise TypeError(f"min_delta must be a number, got {min_delta!r}")
+        if not math.isfinite(min_delta) or min_delta < 0:
+            raise ValueError(f"min_delta must be a finite number >= 0, got {min_delta}")
+        self.metric, self.patience, self.min_delta = metric, patience, float(min_delta)
+        self.best, self.best_epoch, self.epochs_seen = -math.inf, 0, 0
+
+    def __call__(self, metrics: dict[str, float]) -> bool:
+        """Record one epoch's metrics; whether training should stop now."""
+        if self.metric not in metrics:
+            raise ValueError(
+                f"Patience watches {self.metric!r}, but evaluate returned "
+                f"{sorted(metrics) or 'no metrics'}"
+            )
+        self.epochs_seen += 1
+        if metrics[self.metric] > self.best + self.min_delta:
+            self.best, self.best_epoch = metrics[self.metric], self.epochs_seen
+        return self.epochs_seen - self.best_epoch >= self.patience
+
+
 def fit(
     model: nn.Module,
     batches: Iterable | Callable[[int], Iterable],

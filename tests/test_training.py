@@ -16,7 +16,14 @@ from attnlib.data.dates import make_splits
 from attnlib.data.text import CharVocab, make_batches
 from attnlib.seq2seq import build_model
 from attnlib.tasks.dates import teacher_forcing_loss
-from attnlib.training import Evaluation, History, fit, load_checkpoint, save_checkpoint
+from attnlib.training import (
+    Evaluation,
+    History,
+    Patience,
+    fit,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 SOURCE, TARGET = CharVocab("abcdefgh"), CharVocab("abcdef")  # 12 and 10 symbols
 
@@ -341,3 +348,44 @@ def test_missing_checkpoint_names_the_file(tmp_path):
     path = tmp_path / "absent.pt"
     with pytest.raises(FileNotFoundError, match=f"no checkpoint at {re.escape(str(path))}"):
         load_checkpoint(path, build_model("none", SOURCE, TARGET, 8, 16))
+
+
+def test_patience_stops_after_patience_epochs_without_a_gain_above_min_delta():
+    stop = Patience("valid", patience=3, min_delta=0.01)
+    decisions = [stop({"valid": value}) for value in (0.1, 0.2, 0.205, 0.21, 0.209)]
+    assert decisions == [False, False, False, False, True]
+    assert (stop.best, stop.best_epoch) == (0.2, 2)
+
+
+def test_patience_ends_fit_on_a_plateau():
+    model = nn.Linear(2, 1)
+    scores = iter([0.5, 0.6, 0.6, 0.6, 0.9, 0.9])
+    history = fit(
+        model,
+        [torch.ones(4, 2)],
+        lambda model, batch: model(batch).pow(2).mean(),
+        epochs=6,
+        evaluate=lambda model: {"valid": next(scores)},
+        stop_when=Patience("valid", patience=2),
+        progress=False,
+        device="cpu",
+    )
+    assert history.epochs == 4
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"patience": 0}, ValueError, "patience must be positive"),
+        ({"patience": 2, "min_delta": -0.1}, ValueError, "min_delta must be a finite number"),
+        ({"patience": 2, "min_delta": "0"}, TypeError, "min_delta must be a number"),
+    ],
+)
+def test_patience_refuses_bad_settings(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        Patience("valid", **kwargs)
+
+
+def test_patience_names_a_missing_metric():
+    with pytest.raises(ValueError, match="Patience watches 'valid', but evaluate returned"):
+        Patience("valid", 2)({"loss": 1.0})
