@@ -1,4 +1,4 @@
-"""The one training loop of the suite, and checkpoints that are safe to write and to load.
+"""The one training loop of the suite (its checkpoints: :mod:`attnlib.checkpoints`, re-exported).
 
 ``fit`` trains any model whose loss the caller's function computes from a batch (the loss
 belongs to the task, see :mod:`attnlib.tasks`; this loop knows no model): device choice,
@@ -10,9 +10,6 @@ tqdm progress bars, an optional early stop and checkpoints.
 from __future__ import annotations
 
 import math
-import os
-import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
@@ -23,6 +20,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from attnlib._checks import check_count
+from attnlib.checkpoints import load_checkpoint as load_checkpoint  # re-exported, as before
+from attnlib.checkpoints import save_checkpoint
 from attnlib.config import choose_device
 
 LossFunction = Callable[[nn.Module, object], torch.Tensor]
@@ -295,131 +294,3 @@ def _evaluate(model: nn.Module, evaluate) -> dict[str, float]:
 
 def _lr(optimizer: torch.optim.Optimizer) -> float:
     return float(optimizer.param_groups[0]["lr"])
-
-
-def save_checkpoint(
-    path: str | Path,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer | None = None,
-    **extra: int | float | str | bool | None | list | dict,
-) -> Path:
-    """Write model (and optimizer) state atomically: a crash never leaves a half-written file.
-
-    ``extra`` values must be plain Python data (int, float, str, bool, None, and lists, tuples
-    and dicts of them), what :func:`load_checkpoint` can read back under
-    ``weights_only=True``; anything else (a NumPy scalar, a Path) is refused here, naming the key,
-    rather than written into a file that could not be loaded.
-    """
-    path = Path(path)
-    for key, value in extra.items():
-        _check_plain(value, key, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"model": model.state_dict(), "extra": dict(extra)}
-    if optimizer is not None:
-        state["optimizer"] = optimizer.state_dict()
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(state, file)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
-
-
-_PLAIN = (int, float, str, bool, type(None))
-
-
-def _check_plain(value: object, key: str, path: Path) -> None:
-    """Refuse an extra value that ``torch.load(weights_only=True)`` could not read back."""
-    if type(value) in _PLAIN:  # exact types: an np.float64 is a float subclass, and refused
-        return
-    if type(value) in (list, tuple):
-        for index, item in enumerate(value):
-            _check_plain(item, f"{key}[{index}]", path)
-        return
-    if type(value) is dict:
-        for name, item in value.items():
-            if type(name) not in _PLAIN:
-                raise TypeError(
-                    f"checkpoint extra {key} for {path} has a key {name!r} of type "
-                    f"{type(name).__name__}; only int, float, str, bool or None keys can be "
-                    "loaded back"
-                )
-            _check_plain(item, f"{key}[{name!r}]", path)
-        return
-    raise TypeError(
-        f"checkpoint extra {key} for {path} is a {type(value).__module__}."
-        f"{type(value).__qualname__} ({value!r}), which load_checkpoint could not read back "
-        "(weights_only=True); pass plain int, float, str, bool or None (e.g. float(x), str(p))"
-    )
-
-
-def load_checkpoint(
-    path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer | None = None
-) -> dict:
-    """Load weights saved by :func:`save_checkpoint` (tensors only: ``weights_only=True``).
-
-    All or nothing: the whole file is read and its parameter names and shapes checked against
-    the model before anything is changed, and an optimizer that refuses its saved state is left
-    as it was, so a failed load leaves the model's and the optimizer's state untouched.
-    Fails with the names of the missing, unexpected and mis-shaped parameters when the
-    checkpoint belongs to another model; every error names the file. Returns the extra values.
-    """
-    path = Path(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no checkpoint at {path}") from None
-    except Exception as error:
-        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()  # torch's message has colours
-        first_line = text.splitlines()[0] if text else ""
-        raise ValueError(
-            f"cannot read checkpoint {path}: the file is truncated or corrupt, or holds objects "
-            "that torch.load(weights_only=True) refuses, or was not written by "
-            f"attnlib.training.save_checkpoint ({type(error).__name__}: {first_line})"
-        ) from error
-    if not isinstance(state, dict) or "model" not in state:
-        raise ValueError(f"{path} is not a checkpoint written by attnlib.training.save_checkpoint")
-    _check_compatible(state["model"], model.state_dict(), path)
-    before = optimizer.state_dict() if optimizer is not None else None
-    try:
-        # The optimizer first: torch checks its groups before changing anything, and if the
-        # model then failed, the optimizer goes back to ``before`` (references, no copies).
-        if optimizer is not None and "optimizer" in state:
-            try:
-                optimizer.load_state_dict(state["optimizer"])
-            except Exception as error:
-                raise ValueError(
-                    f"checkpoint {path} does not match the optimizer "
-                    f"({type(error).__name__}: {error}); nothing was loaded"
-                ) from error
-        try:
-            model.load_state_dict(state["model"])  # names and shapes were checked above
-        except Exception as error:
-            raise ValueError(f"cannot load checkpoint {path} into the model: {error}") from error
-    except ValueError:
-        if optimizer is not None:
-            optimizer.load_state_dict(before)
-        raise
-    return state.get("extra", {})
-
-
-def _check_compatible(saved: dict, expected: dict, path: str | Path) -> None:
-    missing = sorted(set(expected) - set(saved))
-    unexpected = sorted(set(saved) - set(expected))
-    shapes = [
-        f"{name}: checkpoint {tuple(saved[name].shape)} vs model {tuple(expected[name].shape)}"
-        for name in sorted(set(saved) & set(expected))
-        if saved[name].shape != expected[name].shape
-    ]
-    if missing or unexpected or shapes:
-        problems = []
-        if missing:
-            problems.append(f"missing from checkpoint: {', '.join(missing[:8])}")
-        if unexpected:
-            problems.append(f"not in model: {', '.join(unexpected[:8])}")
-        if shapes:
-            problems.append("shape mismatch: " + "; ".join(shapes[:8]))
-        raise ValueError(f"checkpoint {path} does not match the model ({' | '.join(problems)})")

@@ -80,7 +80,7 @@ def test_happy_path(small, tmp_path):
     assert repr(data.train) == "Reviews(5 texts: 3 positive, 2 negative, 0 unlabelled)"
     assert len(data.digest) == 64
     assert [path.name for path in (tmp_path / "cache").iterdir()] == [
-        f"imdb-archive-{hashlib.sha256(small.read_bytes()).hexdigest()[:16]}.cache"
+        f"imdb-archive-{hashlib.sha256(small.read_bytes()).hexdigest()}.cache"  # the full digest
     ]
 
 
@@ -89,7 +89,7 @@ def test_second_load_comes_from_the_cache(small, tmp_path, monkeypatch):
     monkeypatch.setattr(imdb, "_read_source", lambda *args: pytest.fail("read the archive again"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        again = load_imdb(small, cache_dir=tmp_path, progress=False)
+        again = load_imdb(small, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
     assert again.digest == first.digest
     assert again.train.texts == first.train.texts and again.unlabelled.ids == first.unlabelled.ids
     np.testing.assert_array_equal(again.test.ratings, first.test.ratings)
@@ -214,7 +214,8 @@ def test_corrupt_cache_is_rebuilt_with_a_warning(small, tmp_path, damage, reason
     assert rebuilt.digest == first.digest and rebuilt.train.texts == first.train.texts
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the rebuilt cache is sound again
-        assert load_imdb(small, cache_dir=tmp_path, progress=False).digest == first.digest
+        again = load_imdb(small, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
+    assert again.digest == first.digest
 
 
 def test_cache_written_atomically_leaves_no_temporary_files(small, tmp_path):
@@ -232,8 +233,80 @@ def test_carried_cache_loads_without_the_archive(small, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "there"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        carried = load_imdb(progress=False)  # no source, no archive: the web is never asked
+        carried = load_imdb(progress=False, expected_counts=SMALL)  # no archive, no web
     assert carried.digest == first.digest
+
+
+def test_cache_of_other_counts_is_refused_not_returned(small, tmp_path, monkeypatch):
+    load_small(small, tmp_path)  # a cache written for SMALL counts
+    monkeypatch.setattr(imdb, "_read_source", lambda *args: pytest.fail("read the archive again"))
+    key = hashlib.sha256(small.read_bytes()).hexdigest()
+    expected = (
+        rf"the IMDB cache .*imdb-archive-{key}\.cache: 2 reviews in aclImdb/train/neg/, "
+        r"expected 12,500; the cache was built from a source with these counts"
+    )
+    with pytest.raises(DatasetError, match=expected):
+        load_imdb(small, cache_dir=tmp_path, progress=False)  # the default, real counts
+
+
+def test_carried_cache_of_other_counts_is_refused(small, tmp_path, monkeypatch):
+    monkeypatch.setattr(imdb, "TEXT_ARCHIVE_SHA256", hashlib.sha256(small.read_bytes()).hexdigest())
+    load_imdb(small, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    expected = r"imdb-aclImdb_v1\.cache: 2 reviews in aclImdb/train/neg/, expected 12,500"
+    with pytest.raises(DatasetError, match=expected):
+        load_imdb(progress=False)
+
+
+def other_archive(tmp_path: Path) -> Path:
+    """An archive with the same layout and counts as ``small`` but another review's text."""
+    files = review_files()
+    files["aclImdb/test/pos/0_7.txt"] = b"another archive, another text"
+    return make_archive(tmp_path / "other.tar.gz", files)
+
+
+def test_cache_of_another_archive_under_this_key_is_rebuilt(small, tmp_path):
+    expected = load_small(small, tmp_path / "reference")
+    other = load_small(other_archive(tmp_path), tmp_path / "cache")
+    (other_cache,) = (tmp_path / "cache").glob("imdb-*.cache")
+    key = "archive-" + hashlib.sha256(small.read_bytes()).hexdigest()
+    other_cache.rename(tmp_path / "cache" / f"imdb-{key}.cache")
+    built_from = rf"it was built from '{other_cache.stem[5:]}', not '{key}'"
+    with pytest.warns(UserWarning, match=rf"ignoring the IMDB cache .*{key}\.cache .*{built_from}"):
+        data = load_small(small, tmp_path / "cache")
+    assert data.digest == expected.digest != other.digest
+    assert data.test.texts == expected.test.texts
+
+
+def test_another_archives_cache_renamed_to_the_known_key_is_not_used(small, tmp_path, monkeypatch):
+    load_small(other_archive(tmp_path), tmp_path)
+    (other_cache,) = tmp_path.glob("imdb-*.cache")
+    other_cache.rename(tmp_path / "imdb-aclImdb_v1.cache")
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    with pytest.warns(UserWarning, match=r"it was built from 'archive-[0-9a-f]{64}', not 'aclIm"):
+        with pytest.raises(DatasetError, match="could not download"):  # instead of wrong data
+            load_imdb(progress=False, expected_counts=SMALL)
+
+
+def test_cache_dir_that_is_a_file_is_refused_by_name(small, tmp_path, monkeypatch):
+    file = tmp_path / "file"
+    file.write_text("not a folder")
+    with pytest.raises(NotADirectoryError, match=r"^cache_dir .*/file is a file, not a folder"):
+        load_imdb(small, cache_dir=file, progress=False, expected_counts=SMALL)
+    with pytest.raises(
+        NotADirectoryError, match=r"^cache_dir .*/file/sub cannot be made: .*/file is a file, not a"
+    ):
+        load_imdb(small, cache_dir=file / "sub", progress=False, expected_counts=SMALL)
+    monkeypatch.setenv("ATTNLIB_CACHE", str(file))
+    with pytest.raises(NotADirectoryError, match=r"^ATTNLIB_CACHE .*/file is a file, not a folder"):
+        load_imdb(small, progress=False, expected_counts=SMALL)
+
+
+def test_empty_source_is_refused_not_read_as_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^source is an empty path; pass an IMDB archive"):
+        load_imdb("", cache_dir=tmp_path / "cache", progress=False)
+    assert not (tmp_path / "cache").exists()  # refused before anything was made
 
 
 def test_source_from_environment_and_missing_sources(small, tmp_path, monkeypatch):
@@ -312,7 +385,7 @@ def test_download_verified_by_md5_then_loaded(small, tmp_path, monkeypatch):
     with Server(body, cut=False) as server:
         monkeypatch.setattr(imdb, "IMDB_URL", server.url)
         data = load_imdb(cache_dir=tmp_path / "cache", progress=False, expected_counts=SMALL)
-        again = load_imdb(cache_dir=tmp_path / "cache", progress=False)
+        again = load_imdb(cache_dir=tmp_path / "cache", progress=False, expected_counts=SMALL)
     assert server.requests == 1 and again.digest == data.digest
     assert (tmp_path / "cache" / "aclImdb_v1.tar.gz").read_bytes() == body
     assert sorted(path.name for path in (tmp_path / "cache").iterdir()) == [

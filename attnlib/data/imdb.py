@@ -43,7 +43,8 @@ RATINGS = {0: range(1, 5), 1: range(7, 11), -1: range(0, 1)}  # stars allowed pe
 REVIEW = re.compile(r"aclImdb/(train/neg|train/pos|test/neg|test/pos|train/unsup)/(\d+)_(\d+)\.txt")
 BR_TAG = re.compile(r"<br\s*/?>")
 SPLITS = ("train", "test", "unlabelled")
-CACHE_MAGIC, CACHE_FORMAT = b"ATTNIMDB", 2
+CACHE_MAGIC, CACHE_FORMAT = b"ATTNIMDB", 3  # 3: the source's key and the counts inside
+KNOWN_KEY = "aclImdb_v1"  # the cache key of the two known archives (pinned by digest)
 # zstd at level 17: 132 MB of reviews in 38 MB (gzip: 50 MB), read back at over 200 MB/s a core
 # (lzma, as small, reads at 40 MB/s). Writing it is slow, once: about 2 minutes of CPU.
 CACHE_LEVEL = 17
@@ -92,7 +93,15 @@ def clean_review(text: str) -> str:
 def cache_directory(cache_dir: str | os.PathLike | None = None) -> Path:
     """``cache_dir``, else ``$ATTNLIB_CACHE``, else ``~/.cache/attnlib``; created if missing."""
     path = Path(cache_dir or os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "attnlib")
-    path.mkdir(parents=True, exist_ok=True)
+    named = "cache_dir" if cache_dir else CACHE_ENV if os.environ.get(CACHE_ENV) else "the cache"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as error:
+        file = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        fault = "is a file" if file == path else f"cannot be made: {file} is a file"
+        raise NotADirectoryError(
+            f"{named} {path} {fault}, not a folder; point it at a folder for the cache"
+        ) from error
     return path
 
 
@@ -102,11 +111,22 @@ def load_imdb(
     progress: bool = True,
     expected_counts: Mapping[str, int] | None = None,
 ) -> IMDB:
-    """Load IMDB from ``source`` (archive or ``aclImdb/`` folder), ``$ATTNLIB_DATA`` or the web."""
-    cache = cache_directory(cache_dir)
+    """Load IMDB from ``source`` (archive or ``aclImdb/`` folder), ``$ATTNLIB_DATA`` or the web.
+
+    The dataset is cached under the full SHA-256 of the archive (of a folder: of its files' names,
+    sizes and times; the two known archives share the key ``aclImdb_v1``). A cache holds its key
+    and review counts, checked on every load: one built from another source is rebuilt, with a
+    warning, and one whose counts differ from ``expected_counts`` (default: the real dataset's)
+    is refused. ``source=""`` is refused rather than read as the current folder.
+    """
+    counts = dict(expected_counts or IMDB_COUNTS)
+    unknown = sorted(set(counts) - set(FOLDERS))
+    if unknown:
+        raise ValueError(f"expected_counts names unknown folders {unknown}; known: {list(FOLDERS)}")
     source = _resolve_source(source)
+    cache = cache_directory(cache_dir)
     if source is None:  # the canonical dataset: a cache carried here needs no archive
-        data = _read_cache(cache / "imdb-aclImdb_v1.cache")
+        data = _cached(cache / f"imdb-{KNOWN_KEY}.cache", KNOWN_KEY, counts)
         if data is not None:
             return data
         source = cache / "aclImdb_v1.tar.gz"
@@ -114,16 +134,25 @@ def load_imdb(
             download_imdb(cache, progress=progress)
     key, known = _identify(source)
     cache_file = cache / f"imdb-{key}.cache"
-    data = _read_cache(cache_file)
+    data = _cached(cache_file, key, counts)
     if data is None:
-        data = _read_source(source, expected_counts or IMDB_COUNTS, progress)
+        data = _read_source(source, counts, progress)
         if not known:
             warnings.warn(
                 f"{source} is not one of the two known IMDB archives; accepted because its "
                 "review counts are right",
                 stacklevel=2,
             )
-        _write_cache(cache_file, data, progress)
+        _write_cache(cache_file, data, key, progress)
+    return data
+
+
+def _cached(path: Path, key: str, counts: Mapping[str, int]) -> IMDB | None:
+    """The dataset cached at ``path`` for ``key``, or None; refuses one with other counts."""
+    data = _read_cache(path, key)
+    if data is not None:
+        why = "; the cache was built from a source with these counts (expected_counts?)"
+        _check_counts(_counts(data), counts, f"the IMDB cache {path}", why)
     return data
 
 
@@ -168,6 +197,11 @@ def download_imdb(directory: str | os.PathLike, progress: bool = True) -> Path:
 def _resolve_source(source: str | os.PathLike | None) -> Path | None:
     """The path to read: ``source``, else ``$ATTNLIB_DATA``, else None (cache or download)."""
     if source is not None:
+        if not os.fspath(source):  # Path("") is ".": it would read the current folder
+            raise ValueError(
+                "source is an empty path; pass an IMDB archive or aclImdb/ folder, or None for "
+                f"${DATA_ENV}, the cache or the download"
+            )
         path = Path(source).expanduser()
         if not path.exists():
             raise FileNotFoundError(f"no IMDB archive or folder at {path}")
@@ -187,7 +221,7 @@ def _resolve_source(source: str | os.PathLike | None) -> Path | None:
 def _identify(source: Path) -> tuple[str, bool]:
     """A cache key for ``source`` and whether it is a known archive; refuses a corrupt one."""
     if source.is_dir():
-        return "folder-" + _folder_fingerprint(_dataset_root(source))[:16], False
+        return "folder-" + _folder_fingerprint(_dataset_root(source)), False
     sha256, md5 = hashlib.sha256(), hashlib.md5()
     with open(source, "rb") as stream:
         while block := stream.read(1 << 22):
@@ -196,14 +230,14 @@ def _identify(source: Path) -> tuple[str, bool]:
     known = {"aclImdb_v1.tar.gz": ("md5", md5, IMDB_MD5)}
     known["aclImdb_v1-text.tar.gz"] = ("sha256", sha256, TEXT_ARCHIVE_SHA256)
     if md5.hexdigest() == IMDB_MD5 or sha256.hexdigest() == TEXT_ARCHIVE_SHA256:
-        return "aclImdb_v1", True
+        return KNOWN_KEY, True
     if source.name in known:
         name, digest, expected = known[source.name]
         raise DatasetError(
             f"{source} has {name} {digest.hexdigest()}, but the known {source.name} has "
             f"{expected}: the file is corrupt or incomplete; delete it and fetch it again"
         )
-    return "archive-" + sha256.hexdigest()[:16], False
+    return "archive-" + sha256.hexdigest(), False
 
 
 def _dataset_root(folder: Path) -> Path:
@@ -236,14 +270,29 @@ def _read_source(source: Path, counts: Mapping[str, int], progress: bool) -> IMD
                 raise DatasetError(f"{source}: {name} has {stars} stars, impossible in {folder}/")
             found[folder].append((number, stars, raw.decode("utf-8", errors="replace")))
             bar.update()
+    _check_counts({folder: len(rows) for folder, rows in found.items()}, counts, str(source))
+    return _assemble(found)
+
+
+def _check_counts(
+    found: Mapping[str, int], counts: Mapping[str, int], where: str, why: str = ""
+) -> None:
+    """Refuse reviews whose count in a folder is not the expected one, naming ``where``."""
     for folder, expected in counts.items():
-        if len(found[folder]) != expected:
-            missing = " (is a split missing?)" if not found[folder] else ""
+        if found[folder] != expected:
+            missing = " (is a split missing?)" if not found[folder] else why
             raise DatasetError(
-                f"{source}: {len(found[folder]):,} reviews in aclImdb/{folder}/, "
+                f"{where}: {found[folder]:,} reviews in aclImdb/{folder}/, "
                 f"expected {expected:,}{missing}"
             )
-    return _assemble(found)
+
+
+def _counts(data: IMDB) -> dict[str, int]:
+    """How many reviews of ``data`` came from each folder."""
+    return {
+        folder: int((getattr(data, split).labels == label).sum())
+        for folder, (split, label) in FOLDERS.items()
+    }
 
 
 def _archive_reviews(path: Path):
@@ -378,7 +427,7 @@ def _decompress(piece: memoryview) -> str:
     return zstandard.ZstdDecompressor().decompress(piece).decode("utf-8")
 
 
-def _write_cache(path: Path, data: IMDB, progress: bool = False) -> None:
+def _write_cache(path: Path, data: IMDB, key: str, progress: bool = False) -> None:
     """Write the dataset as one zstd-compressed file, atomically (temporary file, then rename)."""
     index, texts = _serialise({split: getattr(data, split) for split in SPLITS})
     total = sum(map(len, texts))
@@ -392,6 +441,8 @@ def _write_cache(path: Path, data: IMDB, progress: bool = False) -> None:
             bar.update(len(piece))
     payload = b"".join(chunks)
     header = {
+        "key": key,  # the source's: "archive-" + its full sha256, or KNOWN_KEY
+        "counts": _counts(data),
         "digest": data.digest,
         "payload_sha256": hashlib.sha256(payload).hexdigest(),
         "chunks": [len(chunk) for chunk in chunks],
@@ -409,8 +460,8 @@ def _write_cache(path: Path, data: IMDB, progress: bool = False) -> None:
         raise
 
 
-def _read_cache(path: Path) -> IMDB | None:
-    """The cached dataset, or None if there is none; a bad cache is reported and ignored."""
+def _read_cache(path: Path, key: str) -> IMDB | None:
+    """The dataset cached for ``key``, or None; a bad or another source's cache is ignored."""
     if not path.exists():
         return None
     try:
@@ -421,6 +472,12 @@ def _read_cache(path: Path) -> IMDB | None:
         if version != CACHE_FORMAT:
             raise DatasetError(f"it has format {version}, this attnlib writes {CACHE_FORMAT}")
         header = json.loads(blob[16 : 16 + size])
+        if not isinstance(header, dict):
+            raise DatasetError("its header is not a JSON object")
+        if header.get("key") != key:
+            raise DatasetError(
+                f"it was built from {header.get('key')!r}, not {key!r} (renamed or copied?)"
+            )
         payload = memoryview(blob)[16 + size :]
         expected = sum(header["chunks"])
         if len(payload) != expected:
@@ -432,8 +489,11 @@ def _read_cache(path: Path) -> IMDB | None:
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             texts = list(pool.map(_decompress, pieces[1:]))
         index = zstandard.ZstdDecompressor().decompress(pieces[0])
-        splits = _deserialise(index, texts)
-        return IMDB(**splits, digest=header["digest"])
+        data = IMDB(**_deserialise(index, texts), digest=header["digest"])
+        if header["counts"] != _counts(data):
+            raise DatasetError(f"its counts {header['counts']} do not match its reviews")
+        return data
     except (ValueError, KeyError, TypeError, struct.error, zstandard.ZstdError) as error:
-        warnings.warn(f"ignoring the IMDB cache {path} and rebuilding it: {error}", stacklevel=3)
+        message = f"ignoring the IMDB cache {path} and rebuilding it: {error}"
+        warnings.warn(message, stacklevel=4)  # _read_cache < _cached < load_imdb < its caller
         return None
