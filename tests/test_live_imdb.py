@@ -1,9 +1,10 @@
 """Chapter 13's browser model computes what the Python model computes: one source of truth.
 
-attnlib/live/imdb.js (tokenizer, safetensors reader, forward pass) and the WebAssembly kernel of
-attnlib/live/wasm.py run in node on the shipped model; the tokens must be identical to
-``tokenizers``' and P(positive) equal to the PyTorch model's to 1e-4. Crafted texts run on every
-machine; a few hundred real test reviews run where ATTNLIB_DATA points at the IMDB archive.
+attnlib/live/imdb.js (tokenizer, safetensors reader, forward pass) and the WebAssembly kernel
+(attnlib/live/linear.wat, assembled into linear.wasm) run in node on the shipped model; the tokens
+must be identical to ``tokenizers``' and P(positive) equal to the PyTorch model's to 1e-4. Crafted
+texts run on every machine; a few hundred real test reviews run where ATTNLIB_DATA points at the
+IMDB archive.
 """
 
 from __future__ import annotations
@@ -23,43 +24,80 @@ import torch
 
 import attnlib.live
 from attnlib.live import wasm
-from attnlib.live.imdb import EXAMPLE, SERVED_FILES, download_size, imdb_live, imdb_script
+from attnlib.live.imdb import (
+    EXAMPLE,
+    SERVED_FILES,
+    download_size,
+    imdb_live,
+    imdb_script,
+    shown_token,
+)
 from attnlib.tasks import imdb as task
 from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
 
-IMDB_JS = Path(attnlib.live.__file__).with_name("imdb.js")
+LIVE = Path(attnlib.live.__file__).parent
+IMDB_JS = LIVE / "imdb.js"
 NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
+# wabt's assembler, installed by `npm ci` (make lint does it first, so CI always has it).
+WAT2WASM = Path(__file__).resolve().parent.parent / "node_modules" / "wabt" / "bin" / "wat2wasm"
 TOLERANCE = 1e-4
 REAL = os.environ.get("ATTNLIB_DATA", "")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 # argv: imdb.js, the model's folder. stdin: {"wasm": base64 or null, "texts": [...],
-# "linear": [...cases]}. stdout: {"backend", "reviews": [{ids, tokens, probability}],
-# "tokenized": [{ids, tokens}], "linear": [...]}.
+# "tokenize": [...], "timed": [...], "analyse": [any JSON], "safetensors": [{file, base64}],
+# "display": [tokens], "linear": [...cases]}. stdout: {"backend", "reviews": [{ids, tokens,
+# probability}], "tokenized": [{ids, tokens}], "timed": [{ids, ms}], "analysed": [{error} or
+# {probability}], "safetensors": [{error} or {names}], "display": [...], "linear": [...]}.
 HARNESS = """
 const fs = require("fs");
 const imdb = require(process.argv[2]);
 const folder = process.argv[3];
 const input = JSON.parse(fs.readFileSync(0, "utf8"));
 const wasm = input.wasm ? Buffer.from(input.wasm, "base64") : null;
-const out = { reviews: [], tokenized: [], linear: [] };
-const tokenizer = new imdb.Tokenizer(JSON.parse(fs.readFileSync(folder + "/tokenizer.json")));
+const out = { reviews: [], tokenized: [], timed: [], analysed: [], safetensors: [], linear: [] };
+const tokenizerJson = JSON.parse(fs.readFileSync(folder + "/tokenizer.json"));
+const tokenizer = new imdb.Tokenizer(tokenizerJson);
+const failure = (error) => ({ error: { name: error.name, message: error.message } });
 for (const text of input.tokenize || []) {
   const e = tokenizer.encode(text);
   out.tokenized.push({ ids: e.ids, tokens: e.tokens });
 }
-if ((input.texts || []).length) {
+for (const text of input.timed || []) {
+  const fresh = new imdb.Tokenizer(tokenizerJson);  // nothing cached
+  const start = performance.now();
+  const e = fresh.encode(text);
+  out.timed.push({ ms: performance.now() - start, ids: e.ids });
+}
+out.display = (input.display || []).map((token) => tokenizer.display(token));
+for (const file of input.safetensors || []) {
+  try {
+    const tensors = imdb.readSafetensors(Buffer.from(file.base64, "base64"), file.file);
+    out.safetensors.push({ names: Object.keys(tensors) });
+  } catch (error) {
+    out.safetensors.push(failure(error));
+  }
+}
+if ((input.texts || []).length || (input.analyse || []).length) {
   const config = JSON.parse(fs.readFileSync(folder + "/config.json"));
   const tensors = imdb.readSafetensors(fs.readFileSync(folder + "/model.safetensors"));
   const model = new imdb.Classifier(tensors, config, { wasm });
   out.backend = model.backendName;
-  for (const text of input.texts) {
+  for (const text of input.texts || []) {
     const r = imdb.analyse(model, tokenizer, text);
     const received = imdb.attentionReceived(r.weights[r.weights.length - 1][0], r.ids.length);
     out.reviews.push({ ids: r.ids, tokens: r.tokens, probability: r.probability,
                        dropped: r.dropped, lastHead0Received: received,
                        firstWeights: Array.from(r.weights[0][0].slice(0, 4)) });
   }
+  for (const value of input.analyse || []) {
+    try {
+      out.analysed.push({ probability: imdb.analyse(model, tokenizer, value).probability });
+    } catch (error) {
+      out.analysed.push(failure(error));
+    }
+  }
+  out.emptyReview = imdb.EMPTY_REVIEW;
 }
 const backend = imdb.wasmBackend(wasm);
 for (const c of input.linear || []) {
@@ -77,7 +115,7 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def run_node(payload: dict, tmp_path: Path) -> dict:
+def run_node(payload: dict, tmp_path: Path, timeout: float = 900) -> dict:
     """Run the harness on ``payload``; return its answer (fails with node's stderr)."""
     script = tmp_path / "harness.js"
     script.write_text(HARNESS)
@@ -86,7 +124,7 @@ def run_node(payload: dict, tmp_path: Path) -> dict:
         input=json.dumps(payload),
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
@@ -157,6 +195,90 @@ def test_tokenizer_matches_tokenizers_on_crafted_texts(tmp_path):
     assert set(answer["tokenized"][5]["ids"]) >= {0, 1, 2, 3, 4}
 
 
+# One pre-token of 200,000 characters (a pasted run with no space), and shorter ones: the
+# merge loop was quadratic in a pre-token's length (20,000 characters took seconds, 200,000
+# froze the tab); with a heap over a linked list of symbols it is O(n log n).
+BPE_TIME_LIMIT_MS = 5000
+
+
+def pasted_run(length: int) -> str:
+    """``length`` characters of letters with no space, as a paste from a broken page."""
+    words = "supercalifragilisticexpialidociousandthenwonderfullyterribleactingbyeveryone"
+    return (words * (length // len(words) + 1))[:length]
+
+
+@needs_node
+def test_tokenizer_is_fast_and_equal_to_tokenizers_on_a_200000_character_word(tmp_path):
+    _, tokenizer, _ = shipped()
+    texts = [pasted_run(n) for n in (2_500, 20_000, 200_000)] + ["a" * 200_000]
+    answer = run_node({"timed": texts}, tmp_path, timeout=120)
+    for text, got in zip(texts, answer["timed"], strict=True):
+        assert got["ids"] == tokenizer.encode(text), f"{len(text)} characters"
+    slowest = max(got["ms"] for got in answer["timed"])
+    assert slowest < BPE_TIME_LIMIT_MS, f"a long pre-token took {slowest:.0f} ms"
+
+
+@needs_node
+def test_tokens_shown_without_their_end_of_word_suffix(tmp_path):
+    tokens = ["not</w>", "terr", "[CLS]", "[UNK]", "</w>", "!</w>"]
+    answer = run_node({"display": tokens}, tmp_path)
+    assert answer["display"] == [
+        {"text": "not", "wordEnd": True},
+        {"text": "terr", "wordEnd": False},
+        {"text": "[CLS]", "wordEnd": True},
+        {"text": "[UNK]", "wordEnd": True},
+        {"text": "</w>", "wordEnd": False},
+        {"text": "!", "wordEnd": True},
+    ]
+    assert [shown_token(token) for token in tokens] == [
+        (d["text"], d["wordEnd"]) for d in answer["display"]
+    ], "the snapshot (Python) and the explorer (JavaScript) must show tokens alike"
+
+
+@needs_node
+def test_analyse_refuses_empty_reviews_and_non_strings(tmp_path):
+    empty = ["", "   ", "\n\t \u00a0", "<br /><br />"]
+    others = [42, None, ["a review"], {"text": "a review"}, True]
+    answer = run_node({"analyse": [*empty, *others, "good"]}, tmp_path)
+    *refused, good = answer["analysed"]
+    for text, got in zip(empty, refused[: len(empty)], strict=True):
+        assert got["error"]["name"] == answer["emptyReview"], repr(text)
+        assert "no words to read" in got["error"]["message"], repr(text)
+    kinds = ["number", "null", "array", "object", "boolean"]
+    for kind, got in zip(kinds, refused[len(empty) :], strict=True):
+        assert got["error"] == {
+            "name": "TypeError",
+            "message": f"text must be a string, got {kind}",
+        }
+    assert 0 < good["probability"] < 1
+
+
+def safetensors_bytes(header: bytes) -> str:
+    """A file of ``header`` with its 8-byte length in front, as base64."""
+    return base64.b64encode(len(header).to_bytes(8, "little") + header).decode("ascii")
+
+
+@needs_node
+def test_safetensors_errors_name_the_file(tmp_path):
+    files = [
+        {"file": "model.safetensors", "base64": safetensors_bytes(b"<html>not found</html>")},
+        {"file": "model.safetensors", "base64": safetensors_bytes(b"[1, 2]")},
+        {"file": "weights.bin", "base64": base64.b64encode(b"1234").decode("ascii")},
+        {"file": "ok.safetensors", "base64": safetensors_bytes(b'{"__metadata__": {}}')},
+    ]
+    answer = run_node({"safetensors": files}, tmp_path)
+    not_json, not_object, short, ok = answer["safetensors"]
+    assert not_json["error"]["message"].startswith(
+        "model.safetensors is not a safetensors file: its header is not JSON ("
+    )
+    assert not_json["error"]["name"] == "Error"
+    assert not_object["error"]["message"] == (
+        "model.safetensors is not a safetensors file: its header is not a JSON object"
+    )
+    assert short["error"]["message"] == "weights.bin is not a safetensors file: 4 bytes"
+    assert ok == {"names": []}
+
+
 @needs_node
 def test_browser_model_matches_python_on_crafted_texts(tmp_path):
     texts = [text for text in CRAFTED if text.strip()] + [LONG]
@@ -218,34 +340,30 @@ def test_wasm_kernel_equals_numpy_and_plain_javascript(tmp_path):
     }
 
 
-def test_wasm_module_is_made_the_same_every_time():
-    first = wasm.linear_module()
-    assert first[:8] == b"\x00asm\x01\x00\x00\x00"
-    wasm.linear_module.cache_clear()
-    assert wasm.linear_module() == first
-    assert base64.b64decode(wasm.linear_module_base64()) == first
-    assert len(first) < 1024
+def test_wasm_module_is_the_committed_file():
+    module = wasm.linear_module()
+    assert module[:8] == b"\x00asm\x01\x00\x00\x00"
+    assert module == (LIVE / wasm.MODULE).read_bytes()
+    assert base64.b64decode(wasm.linear_module_base64()) == module
+    assert len(module) < 1024
+    assert (LIVE / wasm.SOURCE).is_file(), "the kernel's source ships beside its bytes"
 
 
-@pytest.mark.parametrize(
-    ("value", "encoded"),
-    [(0, b"\x00"), (127, b"\x7f"), (128, b"\x80\x01"), (624485, b"\xe5\x8e\x26")],
+@needs_node
+@pytest.mark.skipif(
+    not WAT2WASM.is_file(), reason="wabt is not installed: run `npm ci` (make lint does)"
 )
-def test_uleb(value, encoded):
-    assert wasm.uleb(value) == encoded
-
-
-@pytest.mark.parametrize(
-    ("value", "encoded"),
-    [(0, b"\x00"), (-1, b"\x7f"), (63, b"\x3f"), (64, b"\xc0\x00"), (-123456, b"\xc0\xbb\x78")],
-)
-def test_sleb(value, encoded):
-    assert wasm.sleb(value) == encoded
-
-
-def test_uleb_refuses_negative_numbers():
-    with pytest.raises(ValueError, match="non-negative integer, got -1"):
-        wasm.uleb(-1)
+def test_wasm_module_is_the_assembled_wat(tmp_path):
+    assembled = tmp_path / "linear.wasm"
+    subprocess.run(
+        [NODE, str(WAT2WASM), str(LIVE / wasm.SOURCE), "-o", str(assembled)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert assembled.read_bytes() == wasm.linear_module(), (
+        "attnlib/live/linear.wasm is not linear.wat assembled: run `npm run wasm`, commit both"
+    )
 
 
 def test_imdb_live_markup_is_self_contained_and_stable():
@@ -259,6 +377,15 @@ def test_imdb_live_markup_is_self_contained_and_stable():
     assert wasm.linear_module_base64() in markup
     assert "P(positive) = " in markup and "data:image/png;base64," in markup
     assert imdb_live().data == markup, "the snippet must be the same every time"
+
+
+def test_imdb_live_snapshot_shows_word_ends_not_the_suffix():
+    markup = imdb_live("the film was not bad").data
+    snapshot = markup[: markup.index("<script>")]
+    assert '<code title="not&lt;/w&gt;">not</code> <code title="bad&lt;/w&gt;">bad</code>' in (
+        snapshot
+    )
+    assert "&lt;/w&gt;</code>" not in snapshot and "</w>" not in snapshot
 
 
 def test_imdb_live_snapshot_shows_pythons_prediction():
@@ -302,6 +429,13 @@ def test_read_review_cuts_like_encode_reviews():
     assert tuple(reading.weights.shape) == (config.num_layers, config.num_heads, 512, 512)
     with pytest.raises(TypeError, match="text must be a str, got int"):
         task.read_review(model, tokenizer, 3, config.max_len, config.head_tokens)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "<br /><br />"])
+def test_read_review_refuses_a_review_without_words(text):
+    model, tokenizer, config = shipped()
+    with pytest.raises(ValueError, match="the review holds no words to read"):
+        task.read_review(model, tokenizer, text, config.max_len, config.head_tokens)
 
 
 # --- a few hundred real test reviews ------------------------------------------------------------

@@ -9,8 +9,9 @@
  *   - Classifier: attnlib.encoder.SequenceClassifier in eval mode (embedding x sqrt(d_model),
  *     sinusoidal positions, pre-LN or post-LN layers, mean pooling, linear head).
  * tests/test_live_imdb.py runs this file in node on a few hundred test reviews and checks the
- * tokens are identical and P(positive) equals the Python model's to 1e-4. Plain ES2017: in a
- * browser it defines window.attnlibImdb, in node it is module.exports.
+ * tokens are identical and P(positive) equals the Python model's to 1e-4. Plain ES2018 (ES2017
+ * and the regular expressions' Unicode property escapes, \p{...}): in a browser it defines
+ * window.attnlibImdb, in node it is module.exports.
  */
 (function (root) {
   "use strict";
@@ -29,17 +30,29 @@
   }
 
   // An ArrayBuffer or Uint8Array holding a .safetensors file -> {name: {shape, data}}.
-  function readSafetensors(buffer) {
+  // `file` names it in the errors (default "the safetensors file").
+  function readSafetensors(buffer, file) {
+    file = file || "the safetensors file";
     var bytes = buffer instanceof Uint8Array ? buffer : new Uint8Array(buffer);
     if (bytes.length < 8) {
-      throw new Error("not a safetensors file: " + bytes.length + " bytes");
+      throw new Error(file + " is not a safetensors file: " + bytes.length + " bytes");
     }
     var view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     var headerLength = view.getUint32(0, true) + view.getUint32(4, true) * 4294967296;
     if (8 + headerLength > bytes.length) {
-      throw new Error("not a safetensors file: its header runs past the end (truncated?)");
+      throw new Error(file + " is not a safetensors file: its header runs past the end " +
+                      "(truncated?)");
     }
-    var header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+    var header;
+    try {
+      header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+    } catch (problem) {
+      throw new Error(file + " is not a safetensors file: its header is not JSON (" +
+                      problem.message + ")", { cause: problem });
+    }
+    if (header === null || typeof header !== "object" || Array.isArray(header)) {
+      throw new Error(file + " is not a safetensors file: its header is not a JSON object");
+    }
     var start = 8 + headerLength;
     var tensors = {};
     Object.keys(header).forEach(function (name) {
@@ -47,11 +60,15 @@
         return;
       }
       var entry = header[name];
+      if (!entry || !Array.isArray(entry.shape) || !Array.isArray(entry.data_offsets)) {
+        throw new Error(file + ": tensor " + name + " lacks its shape or data_offsets");
+      }
       var count = entry.shape.reduce(function (a, b) { return a * b; }, 1);
       var begin = start + entry.data_offsets[0];
       var end = start + entry.data_offsets[1];
       if (end > bytes.length) {
-        throw new Error("tensor " + name + " runs past the end of the file (truncated?)");
+        throw new Error(file + ": tensor " + name + " runs past the end of the file " +
+                        "(truncated?)");
       }
       var data;
       if (entry.dtype === "BF16" && end - begin === 2 * count) {
@@ -60,8 +77,8 @@
         data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + begin,
                                                    bytes.byteOffset + end));
       } else {
-        throw new Error("tensor " + name + ": dtype " + entry.dtype + " with " + (end - begin) +
-                        " bytes for shape [" + entry.shape + "] is not supported");
+        throw new Error(file + ": tensor " + name + ": dtype " + entry.dtype + " with " +
+                        (end - begin) + " bytes for shape [" + entry.shape + "] is not supported");
       }
       tensors[name] = { shape: entry.shape, data: data };
     });
@@ -145,49 +162,143 @@
     return text;
   };
 
+  // A binary min-heap of non-negative integer keys: push, pop (the smallest), size.
+  function MinHeap() {
+    this.keys = [];
+  }
+
+  MinHeap.prototype.push = function (key) {
+    var keys = this.keys;
+    var at = keys.length;
+    keys.push(key);
+    while (at > 0) {
+      var parent = (at - 1) >> 1;
+      if (keys[parent] <= key) {
+        break;
+      }
+      keys[at] = keys[parent];
+      at = parent;
+    }
+    keys[at] = key;
+  };
+
+  MinHeap.prototype.pop = function () {
+    var keys = this.keys;
+    var top = keys[0];
+    var last = keys.pop();
+    var size = keys.length;
+    if (size > 0) {
+      var at = 0;
+      for (;;) {
+        var child = 2 * at + 1;
+        if (child >= size) {
+          break;
+        }
+        if (child + 1 < size && keys[child + 1] < keys[child]) {
+          child += 1;
+        }
+        if (keys[child] >= last) {
+          break;
+        }
+        keys[at] = keys[child];
+        at = child;
+      }
+      keys[at] = last;
+    }
+    return top;
+  };
+
+  // Pre-tokens longer than this are not cached (as in `tokenizers`): one pasted run of text
+  // with no spaces would otherwise stay in memory.
+  var CACHED_LENGTH = 256;
+
   // One pre-token -> its BPE tokens: characters (the last one with </w>), then the merges in
-  // the order they were learned, the leftmost first among equal ranks.
+  // the order they were learned, the leftmost first among equal ranks. As `tokenizers` does it:
+  // the symbols form a linked list, and a heap holds every adjacent pair that has a merge,
+  // keyed by (rank, position of its left symbol); a popped pair whose symbols have changed
+  // since it was pushed is skipped. O(n log n) in the pre-token's length n, where rescanning
+  // every pair after each merge was O(n²).
   Tokenizer.prototype.word = function (word) {
     var found = this.cache.get(word);
     if (found) {
       return found;
     }
     var chars = Array.from(word);
-    var symbols = chars.map(function (c, i) {
-      return i === chars.length - 1 ? c + this.suffix : c;
-    }, this);
-    var known = symbols.map(function (s) { return this.vocab.has(s); }, this);
-    for (;;) {
-      var best = -1;
-      var bestRank = Infinity;
-      for (var i = 0; i + 1 < symbols.length; i++) {
-        if (!known[i] || !known[i + 1]) {
-          continue;
-        }
-        var rank = this.ranks.get(symbols[i] + " " + symbols[i + 1]);
-        if (rank !== undefined && rank < bestRank) {
-          best = i;
-          bestRank = rank;
-        }
-      }
-      if (best < 0) {
-        break;
-      }
-      symbols.splice(best, 2, symbols[best] + symbols[best + 1]);
-      known.splice(best, 2, true);
+    var n = chars.length;
+    var symbols = new Array(n);  // the text of each symbol; null once merged into its left
+    var known = new Uint8Array(n);  // in the vocabulary: symbols outside it never merge
+    var next = new Int32Array(n);  // the linked list of live symbols (-1: none)
+    var previous = new Int32Array(n);
+    for (var c = 0; c < n; c++) {
+      symbols[c] = c === n - 1 ? chars[c] + this.suffix : chars[c];
+      known[c] = this.vocab.has(symbols[c]) ? 1 : 0;
+      next[c] = c + 1 < n ? c + 1 : -1;
+      previous[c] = c - 1;
     }
-    var result = symbols.map(function (s, i) {
-      return known[i] ? { id: this.vocab.get(s), token: s } :
-        { id: this.unkId, token: this.idToToken[this.unkId] };
-    }, this).filter(function (piece) { return piece.id !== null && piece.id !== undefined; });
-    if (this.cache.size < 50000) {
+    var ranks = this.ranks;
+    // The rank of the merge of the pair that starts at symbol `left`, or -1 if there is none.
+    var rankAt = function (left) {
+      var right = next[left];
+      if (right < 0 || !known[left] || !known[right]) {
+        return -1;
+      }
+      var rank = ranks.get(symbols[left] + " " + symbols[right]);
+      return rank === undefined ? -1 : rank;
+    };
+    var queue = new MinHeap();  // keys rank * n + left: by rank, then leftmost
+    var offer = function (left) {
+      var rank = rankAt(left);
+      if (rank >= 0) {
+        queue.push(rank * n + left);
+      }
+    };
+    for (var p = 0; p + 1 < n; p++) {
+      offer(p);
+    }
+    while (queue.keys.length) {
+      var key = queue.pop();
+      var left = key % n;
+      if (symbols[left] === null || rankAt(left) !== (key - left) / n) {
+        continue;  // stale: this symbol or its right neighbour has merged since
+      }
+      var right = next[left];
+      symbols[left] += symbols[right];
+      symbols[right] = null;
+      next[left] = next[right];
+      if (next[right] >= 0) {
+        previous[next[right]] = left;
+      }
+      if (previous[left] >= 0) {
+        offer(previous[left]);
+      }
+      offer(left);
+    }
+    var result = [];
+    for (var s = n ? 0 : -1; s >= 0; s = next[s]) {
+      var id = known[s] ? this.vocab.get(symbols[s]) : this.unkId;
+      if (id !== null && id !== undefined) {  // no [UNK] in the vocabulary: dropped
+        result.push({ id: id, token: known[s] ? symbols[s] : this.idToToken[id] });
+      }
+    }
+    if (n < CACHED_LENGTH && this.cache.size < 50000) {
       this.cache.set(word, result);
     }
     return result;
   };
 
+  // What typeof says, but "null" and "array" for those: for error messages.
+  function kindOf(value) {
+    if (value === null) {
+      return "null";
+    }
+    return Array.isArray(value) ? "array" : typeof value;
+  }
+
   // text -> {ids, tokens}, no special tokens added (SubwordTokenizer.encode).
   Tokenizer.prototype.encode = function (text) {
+    if (typeof text !== "string") {
+      throw new TypeError("text must be a string, got " + kindOf(text));
+    }
     var ids = [];
     var tokens = [];
     var parts = this.specialPattern ? text.split(this.specialPattern) : [text];
@@ -207,6 +318,17 @@
       }
     }
     return { ids: ids, tokens: tokens };
+  };
+
+  // How a reader sees a token: {text, wordEnd}. The end-of-word suffix ("</w>") is dropped and
+  // reported as wordEnd; a special token ([CLS], [UNK]) stands alone, so it ends a word too.
+  Tokenizer.prototype.display = function (token) {
+    var suffix = this.suffix;
+    if (suffix && token.length > suffix.length &&
+        token.slice(token.length - suffix.length) === suffix) {
+      return { text: token.slice(0, token.length - suffix.length), wordEnd: true };
+    }
+    return { text: token, wordEnd: this.specials.has(token) };
   };
 
   // [CLS] + the ids, cut to maxLen by keeping the first headTokens and the last ones
@@ -391,7 +513,7 @@
     return x;
   }
 
-  // --- the WebAssembly kernel (attnlib/live/wasm.py) -------------------------------------------
+  // --- the WebAssembly kernel (attnlib/live/linear.wat) -----------------------------------------
 
   // The module's bytes -> a backend whose linear() runs in WebAssembly with SIMD, or null where
   // this JavaScript engine cannot run it (then the plain linear above does the work).
@@ -467,7 +589,7 @@
   ];
 
   // tensors from readSafetensors + the shipped config.json -> a model with predict(ids).
-  // options.wasm: the bytes of attnlib/live/wasm.py's module, for the fast linear layers.
+  // options.wasm: the bytes of attnlib/live/linear.wasm, for the fast linear layers.
   function Classifier(tensors, config, options) {
     var need = function (name, count) {
       var tensor = tensors[name];
@@ -512,10 +634,7 @@
       }
       return layer;
     };
-    this.embedding = need(PREFIX + "embedding.weight", config.vocab_size * d);
-    this.layers = [];
-    for (var l = 0; l < config.num_layers; l++) {
-      var p = PREFIX + "layers." + l + ".";
+    var encoderLayer = function (p) {
       var layer = {
         norm1: [need(p + "norm1.weight", d), need(p + "norm1.bias", d)],
         norm2: [need(p + "norm2.weight", d), need(p + "norm2.bias", d)],
@@ -525,7 +644,12 @@
         var outputs = entry[0] === "up" ? ff : d;
         layer[entry[0]] = linearLayer(p + entry[1], inputs, outputs);
       });
-      this.layers.push(layer);
+      return layer;
+    };
+    this.embedding = need(PREFIX + "embedding.weight", config.vocab_size * d);
+    this.layers = [];
+    for (var l = 0; l < config.num_layers; l++) {
+      this.layers.push(encoderLayer(PREFIX + "layers." + l + "."));
     }
     if (this.normFirst) {
       this.finalNorm = [need(PREFIX + "final_norm.weight", d), need(PREFIX + "final_norm.bias", d)];
@@ -639,11 +763,21 @@
     return mean;
   }
 
-  // Everything the explorer shows for one text.
+  // The error analyse() throws for a review with no token to read (empty, only spaces, only
+  // line breaks): the model would score [CLS] alone, which says nothing about any review.
+  var EMPTY_REVIEW = "EmptyReviewError";
+
+  // Everything the explorer shows for one text. A text that is not a string is a TypeError
+  // (from encode); one with no token to read, an error named EMPTY_REVIEW.
   function analyse(model, tokenizer, text) {
     var config = model.config;
     var clsId = tokenizer.vocab.get("[CLS]");
     var review = reviewIds(tokenizer, text, config.max_len, config.head_tokens || 0, clsId);
+    if (review.ids.length < 2) {
+      var empty = new Error("the review holds no words to read: type a review");
+      empty.name = EMPTY_REVIEW;
+      throw empty;
+    }
     var prediction = model.predict(review.ids);
     return {
       ids: review.ids,
@@ -667,6 +801,7 @@
     attentionReceived: attentionReceived,
     meanOfHeads: meanOfHeads,
     analyse: analyse,
+    EMPTY_REVIEW: EMPTY_REVIEW,
   };
   if (typeof module === "object" && module && module.exports) {
     module.exports = api;

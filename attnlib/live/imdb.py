@@ -19,6 +19,8 @@ from pathlib import Path
 
 from IPython.display import HTML
 
+from attnlib.data.bpe import END_OF_WORD
+from attnlib.data.subwords import SPECIAL_TOKENS
 from attnlib.live import IMDB_SCRIPTS, bundle, snippet
 from attnlib.live.wasm import linear_module_base64
 
@@ -48,6 +50,27 @@ def imdb_script() -> str:
     return bundle(IMDB_SCRIPTS, prelude)
 
 
+def shown_token(token: str) -> tuple[str, bool]:
+    """How a reader sees a token: (its text without the end-of-word suffix, whether it ends a
+    word). Special tokens stand alone, so they end a word too (as ``imdb.js`` shows them)."""
+    if token.endswith(END_OF_WORD) and token != END_OF_WORD:
+        return token[: -len(END_OF_WORD)], True
+    return token, token in SPECIAL_TOKENS
+
+
+def token_chips(tokens: list[str]) -> str:
+    """The tokens as ``<code>`` chips: a word's pieces side by side, a space after each word's
+    last piece, the raw token (with its ``</w>``) in the hover text."""
+    chips = []
+    for token in tokens:
+        text, word_end = shown_token(token)
+        chips.append(
+            f'<code title="{html.escape(token, quote=True)}">{html.escape(text)}</code>'
+            + (" " if word_end else "")
+        )
+    return "".join(chips).rstrip()
+
+
 def _heatmap_png(weights, tokens: list[str], title: str) -> str:
     """A (n, n) attention map as a base64 PNG, token labels when they fit."""
     from matplotlib.figure import Figure  # no pyplot: nothing is shown, no backend is chosen
@@ -59,8 +82,9 @@ def _heatmap_png(weights, tokens: list[str], title: str) -> str:
     image = ax.imshow(weights, cmap="viridis", vmin=0.0)
     figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="weight")
     if n <= 60:
-        ax.set_xticks(range(n), tokens, rotation=90, fontsize=9)
-        ax.set_yticks(range(n), tokens, fontsize=9)
+        labels = [shown_token(token)[0] for token in tokens]
+        ax.set_xticks(range(n), labels, rotation=90, fontsize=9)
+        ax.set_yticks(range(n), labels, fontsize=9)
     ax.set_xlabel("key (the token read)")
     ax.set_ylabel("query (the token reading)")
     ax.set_title(title)
@@ -74,7 +98,7 @@ def snapshot(reading, text: str, layer: int, head: int) -> str:
     """The explorer as HTML without JavaScript: verdict, tokens and one stored attention map."""
     layers, heads = reading.weights.shape[:2]
     verdict = "positive" if reading.probability >= 0.5 else "negative"
-    tokens = " ".join(f"<code>{html.escape(token)}</code>" for token in reading.tokens)
+    tokens = token_chips(reading.tokens)
     title = f"layer {layer % layers + 1}, head {head + 1}"
     picture = _heatmap_png(reading.weights[layer, head].numpy(), reading.tokens, title)
     return (

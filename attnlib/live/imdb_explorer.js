@@ -6,13 +6,16 @@
  * tokenizer, config and weights come from the folder named by the root's data-base (the book
  * serves attnlib/assets/imdb/ as _static/imdb/). Stable hooks for tests and readers:
  *   root      .attnlib-live[data-explorer="imdb"]; data-state "idle" | "loading" | "ready" |
- *             "error"; once ready, data-predictions (a count), data-probability (full
- *             precision), data-heatmap ("layer,head,tokens"), data-first-ms, data-last-ms
+ *             "empty" (the review holds no word: a prompt instead of a prediction) | "error";
+ *             once ready, data-predictions (a count), data-probability (full precision),
+ *             data-heatmap ("layer,head,tokens"), data-first-ms, data-last-ms
  *   controls  [data-control="load" (button) | "review" (textarea) | "layer" | "head" (selects)
  *             | "example" (buttons, data-example="positive" | "negative" | "mixed")]
  *   readouts  [data-readout="progress" | "label" | "probability" (4 decimals) | "tokens" (one
- *             span per token) | "heatmap" (canvas) | "legend" | "hover" | "most-read" (table)
- *             | "timing" | "error"]
+ *             span per token: the token without its end-of-word "</w>", which a gap after the
+ *             chip shows instead; the raw token in data-token and at the start of the title)
+ *             | "heatmap" (canvas) | "legend" | "hover" | "most-read" (table) | "timing" |
+ *             "prompt" (shown for an empty review) | "error"]
  */
 (function (root) {
   "use strict";
@@ -32,10 +35,12 @@
   var CSS = [
     ".attnlib-live[data-explorer=imdb] textarea{width:100%;height:7em;font-family:inherit;",
     "font-size:.9rem}",
-    ".attnlib-live .al-tokens{display:flex;flex-wrap:wrap;gap:2px;max-height:14em;",
+    ".attnlib-live .al-tokens{display:flex;flex-wrap:wrap;gap:2px 1px;max-height:14em;",
     "overflow-y:auto;margin:.3em 0}",
     ".attnlib-live .al-token{font-family:SFMono-Regular,Menlo,Consolas,monospace;",
     "font-size:.8rem;padding:0 .25em;border-radius:3px;border:1px solid rgba(128,128,128,.3)}",
+    // A word's pieces sit together; a gap follows the piece that ends a word.
+    ".attnlib-live .al-token.al-word-end{margin-right:.5em}",
     ".attnlib-live .al-verdict{font-size:1.1rem;font-weight:600}",
     ".attnlib-live .al-bar{display:inline-block;width:10em;max-width:40vw;height:.8em;",
     "border:1px solid rgba(128,128,128,.6);border-radius:3px;vertical-align:middle;",
@@ -172,7 +177,11 @@
             show();
           }
         }).then(function (buffer) {
-          return JSON.parse(new TextDecoder().decode(buffer));
+          try {
+            return JSON.parse(new TextDecoder().decode(buffer));
+          } catch (problem) {
+            throw new Error(name + " is not JSON (" + problem.message + ")", { cause: problem });
+          }
         });
       };
       Promise.all([
@@ -192,7 +201,8 @@
         });
       }).then(function (files) {
         var wasm = root.attnlibImdbWasm ? base64Bytes(root.attnlibImdbWasm) : null;
-        var model = new imdb.Classifier(imdb.readSafetensors(files[2]), files[0], { wasm: wasm });
+        var tensors = imdb.readSafetensors(files[2], "model.safetensors");
+        var model = new imdb.Classifier(tensors, files[0], { wasm: wasm });
         var tokenizer = new imdb.Tokenizer(files[1]);
         progressRow.hidden = true;
         load.hidden = true;
@@ -239,21 +249,27 @@
         ["Point at (or tap) the map to read one weight."]);
       var mostRead = el("div", {});
       var timing = el("p", { class: "al-note", "data-readout": "timing" }, [""]);
+      var prompt = el("p", { class: "al-note", "data-readout": "prompt", hidden: true },
+        ["Type a review above (or pick an example) and the model will read it."]);
+      var results = el("div", {}, [
+        el("div", { class: "al-row" }, [label, bar,
+          el("span", {}, ["P(positive) = ", probability])]),
+        counts,
+        tokens,
+        el("div", { class: "al-row" }, [
+          el("label", {}, ["layer", layer]), el("label", {}, ["head", head])]),
+        el("div", { class: "al-scroll" }, [canvas]),
+        legend,
+        hover,
+        mostRead,
+        timing,
+      ]);
 
       workspace.appendChild(el("div", { class: "al-row" }, [el("span", {}, ["examples:"])]
         .concat(examples)));
       workspace.appendChild(review);
-      workspace.appendChild(el("div", { class: "al-row" }, [label, bar,
-        el("span", {}, ["P(positive) = ", probability])]));
-      workspace.appendChild(counts);
-      workspace.appendChild(tokens);
-      workspace.appendChild(el("div", { class: "al-row" }, [
-        el("label", {}, ["layer", layer]), el("label", {}, ["head", head])]));
-      workspace.appendChild(el("div", { class: "al-scroll" }, [canvas]));
-      workspace.appendChild(legend);
-      workspace.appendChild(hover);
-      workspace.appendChild(mostRead);
-      workspace.appendChild(timing);
+      workspace.appendChild(prompt);
+      workspace.appendChild(results);
       workspace.hidden = false;
       dom.keepKeys(rootElement);
 
@@ -269,7 +285,15 @@
           heads[parseInt(head.value, 10)];
       }
 
+      // A token as the reader sees it: without its end-of-word suffix.
+      function shownToken(token) {
+        return tokenizer.display(token).text;
+      }
+
       function drawAttention() {
+        if (!current) {
+          return null;
+        }
         var n = current.ids.length;
         var weights = chosenWeights();
         var received = imdb.attentionReceived(weights, n);
@@ -306,7 +330,8 @@
           context.font = Math.min(12, cell) + "px sans-serif";
           context.textBaseline = "middle";
           current.tokens.forEach(function (token, t) {
-            var text = token.length > 11 ? token.slice(0, 10) + "…" : token;
+            var shown = shownToken(token);
+            var text = shown.length > 11 ? shown.slice(0, 10) + "…" : shown;
             context.textAlign = "right";
             context.fillText(text, margin - 4, margin + (t + 0.5) * cell);
             context.save();
@@ -332,14 +357,15 @@
         Array.prototype.forEach.call(tokens.children, function (chip, j) {
           var share = received[j] / (mostReceived || 1);
           chip.style.background = "rgba(31,119,180," + (0.05 + 0.6 * share).toFixed(3) + ")";
-          chip.title = "position " + j + ": receives " + received[j].toFixed(4) +
-            " of the attention in " + which;
+          chip.title = current.tokens[j] + " (position " + j + "): receives " +
+            received[j].toFixed(4) + " of the attention in " + which;
         });
         var order = received.map(function (_, j) { return j; }).sort(function (a, b) {
           return received[b] - received[a] || a - b;
         }).slice(0, Math.min(8, n));
         var rows = order.map(function (j, rank) {
-          return el("tr", {}, [el("td", {}, [String(rank + 1)]), el("th", {}, [current.tokens[j]]),
+          return el("tr", {}, [el("td", {}, [String(rank + 1)]),
+            el("th", { title: current.tokens[j] }, [shownToken(current.tokens[j])]),
             el("td", {}, [String(j)]), el("td", {}, [received[j].toFixed(4)])]);
         });
         mostRead.textContent = "";
@@ -353,16 +379,32 @@
         return weights;
       }
 
+      // An empty review (no token but [CLS]): a prompt, not a prediction.
+      function showPrompt() {
+        current = null;
+        results.hidden = true;
+        prompt.hidden = false;
+        error.hidden = true;
+        rootElement.removeAttribute("data-probability");
+        rootElement.setAttribute("data-state", "empty");
+      }
+
       function run() {
         pending = null;
         var t0 = performance.now();
-        var text = review.value;
         try {
-          current = imdb.analyse(model, tokenizer, text.trim() ? text : " ");
+          current = imdb.analyse(model, tokenizer, review.value);
         } catch (problem) {
-          fail(problem.message);
+          if (problem.name === imdb.EMPTY_REVIEW) {
+            showPrompt();
+          } else {
+            current = null;
+            fail(problem.message);
+          }
           return;
         }
+        results.hidden = false;
+        prompt.hidden = true;
         var p = current.probability;
         label.textContent = p >= 0.5 ? "positive" : "negative";
         label.style.color = p >= 0.5 ? "#27ae60" : "#c0392b";
@@ -375,7 +417,9 @@
           ")" : "") + ". Each token is shaded by the attention it receives in the map below.";
         tokens.textContent = "";
         current.tokens.forEach(function (token) {
-          tokens.appendChild(el("span", { class: "al-token" }, [token]));
+          var shown = tokenizer.display(token);
+          tokens.appendChild(el("span", { class: shown.wordEnd ? "al-token al-word-end" : "al-token",
+            "data-token": token, title: token }, [shown.text]));
         });
         drawAttention();
         predictions += 1;
@@ -414,8 +458,8 @@
         var k = Math.floor((event.clientX - box.left - margin) / cell);
         if (q >= 0 && q < n && k >= 0 && k < n) {
           var weights = chosenWeights();
-          hover.textContent = "query " + q + " “" + current.tokens[q] + "” → key " + k +
-            " “" + current.tokens[k] + "”: " + weights[q * n + k].toFixed(4);
+          hover.textContent = "query " + q + " “" + shownToken(current.tokens[q]) + "” → key " +
+            k + " “" + shownToken(current.tokens[k]) + "”: " + weights[q * n + k].toFixed(4);
         }
       }
       canvas.addEventListener("mousemove", readWeight);

@@ -135,6 +135,8 @@ def read_review(
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     (ids,) = encode_reviews(tokenizer, [text], max_len, head_tokens)
+    if len(ids) <= 1:  # only [CLS]: no token to read, and the model would still answer
+        raise ValueError(f"the review holds no words to read: type a review (got {text[:40]!r})")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device

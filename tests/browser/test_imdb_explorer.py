@@ -12,7 +12,7 @@ from functools import cache
 
 import pytest
 
-from attnlib.live.imdb import EXAMPLE
+from attnlib.live.imdb import EXAMPLE, shown_token
 from attnlib.tasks import imdb as task
 from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
 
@@ -95,10 +95,16 @@ def test_loads_lazily_then_reads_typed_reviews_like_python(chapter_13, capsys) -
     first_ms = float(root.get_attribute("data-first-ms"))
     assert root.locator('[data-control="review"]').input_value() == EXAMPLE
     expect_python(root, EXAMPLE, "the example")
-    tokens = root.locator('[data-readout="tokens"] span').all_inner_texts()
+    chips = root.locator('[data-readout="tokens"] span')
     model, tokenizer, config, _ = load_trained(SHIPPED_MODEL)
     reading = task.read_review(model, tokenizer, EXAMPLE, config.max_len, config.head_tokens)
-    assert tokens == reading.tokens
+    raw = [chips.nth(i).get_attribute("data-token") for i in range(chips.count())]
+    assert raw == reading.tokens
+    # A chip shows its token without "</w>" (a gap after it marks the word's end); the hover
+    # text starts with the raw token.
+    assert chips.all_inner_texts() == [shown_token(token)[0] for token in reading.tokens]
+    assert "</w>" not in root.locator('[data-readout="tokens"]').inner_text()
+    assert chips.nth(1).get_attribute("title").startswith(reading.tokens[1] + " (position 1)")
 
     later = []
     for count, (kind, text) in enumerate(REVIEWS.items(), start=2):
@@ -129,6 +135,29 @@ def test_choosing_a_layer_and_head_redraws_the_heatmap(chapter_13) -> None:
     assert heatmap_pixels(root) not in (before, after)
     rows = root.locator('[data-readout="most-read"] tbody tr')
     assert rows.count() == min(8, len(root.locator('[data-readout="tokens"] span').all()))
+
+
+def test_an_empty_review_asks_for_one_instead_of_a_prediction(chapter_13) -> None:
+    page, root = chapter_13
+    root.locator('[data-control="load"]').click()
+    wait_for_prediction(page, root, 1)
+    review = root.locator('[data-control="review"]')
+    prompt = root.locator('[data-readout="prompt"]')
+    for count, blank in enumerate(("", "   \n  ", "<br /><br />"), start=2):
+        review.fill(blank)
+        page.wait_for_function(
+            "(node) => node.getAttribute('data-state') === 'empty'",
+            arg=root.element_handle(),
+            timeout=10_000,
+        )
+        assert prompt.is_visible() and "Type a review" in prompt.inner_text()
+        assert not root.locator('[data-readout="label"]').is_visible()
+        assert root.get_attribute("data-probability") is None
+        assert root.get_attribute("data-predictions") == str(count - 1)
+        review.fill("A wonderful film.")
+        wait_for_prediction(page, root, count)
+        assert root.get_attribute("data-state") == "ready" and not prompt.is_visible()
+        expect_python(root, "A wonderful film.", f"after the prompt for {blank!r}")
 
 
 def test_fits_a_phone_and_shows_the_snapshot_without_javascript(book_url: str, browser) -> None:
