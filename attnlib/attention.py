@@ -13,7 +13,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlib._checks import check_mask, check_tensor
+from attnlib._checks import (
+    check_count,
+    check_flag,
+    check_mask,
+    check_matches_weights,
+    check_number,
+    check_probability,
+    check_same_dtype,
+    check_tensor,
+)
 from attnlib.masks import masked_softmax_unchecked, prepare_attention_mask
 from attnlib.scores import Score, ScoreFunction, resolve_score, scaled_dot_product
 
@@ -22,6 +31,7 @@ def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) 
     """Scan each tensor once; return the weights' shape (..., n_queries, n_keys)."""
     for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
         check_tensor(name, tensor)
+    check_same_dtype(queries=queries, keys=keys, values=values)
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(
             f"keys have n_keys={keys.shape[-2]} but values have n_keys={values.shape[-2]}"
@@ -61,7 +71,7 @@ def attend(
         # attnlib's scores check widths here and skip their own NaN scans below.
         score_function.check_shapes(queries, keys)
         score_function = score_function.unchecked
-    if not temperature > 0:
+    if not check_number("temperature", temperature) > 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     if mask is not None:
         check_mask(mask, weights_shape, "attention weights")
@@ -77,11 +87,15 @@ def attend_unchecked(
     temperature: float = 1.0,
     dropout: nn.Module | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`attend` without checks: output (..., n_queries, d_v), weights (..., n_q, n_keys)."""
+    """:func:`attend` without checks: output (..., n_queries, d_v), weights (..., n_q, n_keys).
+
+    Half-precision scores come as float32 (see :mod:`attnlib.scores`); the weights are cast
+    back to the values' dtype after the softmax.
+    """
     scores = score(queries, keys)  # (..., n_queries, n_keys)
     if temperature != 1.0:
         scores = scores / temperature
-    weights = masked_softmax_unchecked(scores, mask)  # (..., n_queries, n_keys)
+    weights = masked_softmax_unchecked(scores, mask).to(values.dtype)  # (..., n_q, n_keys)
     dropped = dropout(weights) if dropout is not None else weights
     return dropped @ values, weights  # (..., n_queries, d_v)
 
@@ -96,8 +110,9 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0):
         super().__init__()
-        if d_model < 1 or num_heads < 1:
-            raise ValueError(f"d_model and num_heads must be positive, got {d_model}, {num_heads}")
+        d_model, num_heads = check_count("d_model", d_model), check_count("num_heads", num_heads)
+        check_flag("bias", bias)
+        dropout = check_probability("dropout", dropout)
         if d_model % num_heads != 0:
             raise ValueError(
                 f"num_heads={num_heads} does not divide d_model={d_model}: each head needs "
@@ -148,6 +163,7 @@ class MultiHeadAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
+        check_flag("fused", fused)
         self._check_inputs(query, key, value)
         mask4d = self.prepare_mask(mask, key_mask, query.shape[0], query.shape[1], key.shape[1])
         return self.forward_prepared(query, key, value, mask4d, fused)
@@ -228,10 +244,16 @@ class MultiHeadAttention(nn.Module):
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(f"key has {key.shape[1]} positions but value has {value.shape[1]}")
+        check_same_dtype(query=query, key=key, value=value)
+        check_matches_weights("query", query, self.query_projection.weight)
 
     @torch.no_grad()
     def load_from_torch(self, reference: nn.MultiheadAttention) -> MultiHeadAttention:
         """Copy the weights of a batch-first ``torch.nn.MultiheadAttention`` of the same size."""
+        if not isinstance(reference, nn.MultiheadAttention):
+            raise TypeError(
+                f"reference must be a torch.nn.MultiheadAttention, got {type(reference).__name__}"
+            )
         if reference.embed_dim != self.d_model or reference.num_heads != self.num_heads:
             raise ValueError(
                 f"torch module has embed_dim={reference.embed_dim}, "

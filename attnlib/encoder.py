@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnlib._checks import check_count, check_flag, check_int, check_probability
 from attnlib.transformer import (
     ACTIVATIONS,
     EncoderLayer,
@@ -58,15 +59,16 @@ class TransformerConfig:
                 f"num_heads={self.num_heads} does not divide d_model={self.d_model}: each head "
                 "needs d_model / num_heads features"
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        self.dropout = check_probability("dropout", self.dropout)
+        self.norm_first = check_flag("norm_first", self.norm_first)
+        self.fused = check_flag("fused", self.fused)
         if self.positions not in ("sinusoidal", "learned"):
             raise ValueError(
                 f"unknown positions {self.positions!r}; choose 'sinusoidal' or 'learned'"
             )
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; choose 'relu' or 'gelu'")
-        if not 0 <= self.pad_id < self.vocab_size:
+        if check_int("pad_id", self.pad_id) >= self.vocab_size:
             raise ValueError(
                 f"pad_id={self.pad_id} is outside the vocabulary 0..{self.vocab_size - 1}"
             )
@@ -127,6 +129,13 @@ class Encoder(nn.Module):
         """ids (batch, seq) -> hidden (batch, seq, d_model), weights (batch, layers, heads,
         seq, seq) or None. ``key_mask`` (batch, seq) is True at real tokens."""
         mask4d = self.prepare_inputs(ids, key_mask)
+        return self.encode(ids, mask4d, check_flag("need_weights", need_weights))
+
+    def encode(
+        self, ids: torch.Tensor, mask4d: torch.Tensor | None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`forward` without checks, ``mask4d`` from :meth:`prepare_inputs`: hidden
+        (batch, seq, d_model), weights (batch, layers, heads, seq, seq) or None."""
         x = self.dropout(self.positions(self.embedding(ids) * self.scale))  # (batch, seq, d)
         all_weights = []
         for layer in self.layers:
@@ -136,9 +145,13 @@ class Encoder(nn.Module):
         return x, torch.stack(all_weights, dim=1) if need_weights else None
 
     def prepare_inputs(
-        self, ids: torch.Tensor, key_mask: torch.Tensor | None
+        self,
+        ids: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor | None:
-        """Check ids (batch, seq) and key_mask once; return the canonical 4-D mask or None."""
+        """Check ids (batch, seq), key_mask and an MLM's ``positions`` (batch, k) once; return
+        the canonical 4-D mask or None. One host sync checks the ids' and positions' ranges."""
         if not isinstance(ids, torch.Tensor):
             raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
         if ids.dtype not in (torch.long, torch.int32):
@@ -152,14 +165,38 @@ class Encoder(nn.Module):
             raise ValueError(
                 f"sequence of {seq} tokens is longer than max_len={self.config.max_len}"
             )
+        if positions is not None:
+            _check_positions(positions, batch)
         if self.check_ids and not _is_compiling() and ids.numel() > 0:
-            low, high = torch.stack(torch.aminmax(ids)).tolist()  # one host sync, both bounds
-            if low < 0 or high >= self.config.vocab_size:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"token id {bad} is outside the vocabulary 0..{self.config.vocab_size - 1}"
-                )
+            self._check_ranges(ids, positions)
         return self.layers[0].attention.prepare_mask(None, key_mask, batch, seq, seq)
+
+    def _check_ranges(self, ids: torch.Tensor, positions: torch.Tensor | None) -> None:
+        """Ids within the vocabulary, positions within the sequence: one host sync for both."""
+        bounds = [*torch.aminmax(ids)]
+        if positions is not None and positions.numel() > 0:
+            bounds += [*torch.aminmax(positions)]
+        values = torch.stack([bound.long() for bound in bounds]).tolist()  # the one host sync
+        _check_range("token id", values[:2], "the vocabulary", self.config.vocab_size)
+        if len(values) > 2:
+            _check_range("position", values[2:], "the sequence", ids.shape[1])
+
+
+def _check_range(what: str, bounds: list[int], where: str, size: int) -> None:
+    """Refuse the smallest or largest of ``bounds`` = [low, high] outside 0..size-1."""
+    low, high = bounds
+    if low < 0 or high >= size:
+        raise ValueError(f"{what} {low if low < 0 else high} is outside {where} 0..{size - 1}")
+
+
+def _check_positions(positions: object, batch: int) -> None:
+    """Require MLM positions as an integer tensor (batch, k); their range is checked apart."""
+    if not isinstance(positions, torch.Tensor) or positions.dtype not in (torch.long, torch.int32):
+        raise TypeError("positions must be an integer tensor (batch, k)")
+    if positions.dim() != 2 or positions.shape[0] != batch:
+        raise ValueError(
+            f"positions must be (batch, k) with batch={batch}, got shape {tuple(positions.shape)}"
+        )
 
 
 POOLINGS = ("mean", "first")
@@ -170,8 +207,7 @@ class SequenceClassifier(nn.Module):
 
     def __init__(self, config: TransformerConfig, num_classes: int = 2, pooling: str = "mean"):
         super().__init__()
-        if num_classes < 1:
-            raise ValueError(f"num_classes must be positive, got {num_classes}")
+        check_count("num_classes", num_classes)
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; choose 'mean' or 'first'")
         self.config, self.pooling = config, pooling
@@ -233,18 +269,8 @@ class MaskedLanguageModel(nn.Module):
         A fixed k per row keeps every shape static: no host sync, and ``torch.compile`` sees
         the same graph at every step.
         """
-        if positions is not None:
-            if not isinstance(positions, torch.Tensor) or positions.dtype not in (
-                torch.long,
-                torch.int32,
-            ):
-                raise TypeError("positions must be an integer tensor (batch, k)")
-            if positions.dim() != 2 or positions.shape[0] != ids.shape[0]:
-                raise ValueError(
-                    f"positions must be (batch, k) with batch={ids.shape[0]}, got shape "
-                    f"{tuple(positions.shape)}"
-                )
-        hidden, _ = self.encoder(ids, key_mask)  # (batch, seq, d)
+        mask4d = self.encoder.prepare_inputs(ids, key_mask, positions)
+        hidden, _ = self.encoder.encode(ids, mask4d)  # (batch, seq, d)
         if positions is not None:
             index = positions.long().unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
             hidden = hidden.gather(1, index)  # (batch, k, d)

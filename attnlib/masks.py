@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import torch
 
-from attnlib._checks import check_boolean, check_mask
+from attnlib._checks import (
+    check_boolean,
+    check_count,
+    check_floating,
+    check_int,
+    check_lengths,
+    check_mask,
+)
 
 
 def padding_mask(lengths: torch.Tensor | list[int], max_len: int | None = None) -> torch.Tensor:
@@ -17,19 +24,21 @@ def padding_mask(lengths: torch.Tensor | list[int], max_len: int | None = None) 
     The middle axis of size 1 lets the mask broadcast against scores of shape
     ``(batch, n_queries, n_keys)``; add ``.unsqueeze(1)`` for ``(batch, heads, ...)``, or
     ``.squeeze(1)`` for the ``key_mask`` of :class:`attnlib.attention.MultiHeadAttention`.
+    No lengths give an empty mask of shape (0, 1, max_len).
     """
-    lengths = torch.as_tensor(lengths)
-    if lengths.dim() != 1:
-        raise ValueError(f"lengths must be 1-D (batch,), got shape {tuple(lengths.shape)}")
-    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
+    lengths = check_lengths(lengths)
     if (lengths < 0).any():
         raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
         max_len = longest
-    elif longest > max_len:
+    elif check_int("max_len", max_len) < longest:
         raise ValueError(f"a length of {longest} does not fit in max_len={max_len}")
+    return padding_mask_unchecked(lengths, max_len)
+
+
+def padding_mask_unchecked(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    """:func:`padding_mask` for checked lengths (batch,): (batch, 1, max_len), no host sync."""
     positions = torch.arange(max_len, device=lengths.device)
     return (positions.unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1)
 
@@ -42,9 +51,8 @@ def causal_mask(
     With more keys than queries (a cache of earlier keys), the queries are the last
     ``n_queries`` positions of the key sequence.
     """
-    n_keys = n_queries if n_keys is None else n_keys
-    if n_queries < 1 or n_keys < 1:
-        raise ValueError(f"causal_mask needs positive sizes, got {n_queries}x{n_keys}")
+    n_queries = check_count("n_queries", n_queries)
+    n_keys = n_queries if n_keys is None else check_count("n_keys", n_keys)
     if n_keys < n_queries:
         raise ValueError(f"causal_mask needs n_keys >= n_queries, got {n_keys} < {n_queries}")
     ones = torch.ones(n_queries, n_keys, dtype=torch.bool, device=device)
@@ -57,8 +65,7 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     if not present:
         return None
     for mask in present:
-        if mask.dtype != torch.bool:
-            raise TypeError(f"masks must be boolean (True = may attend), got dtype {mask.dtype}")
+        check_boolean(mask, "masks")
     try:
         shape = torch.broadcast_shapes(*(tuple(m.shape) for m in present))
     except RuntimeError:
@@ -78,6 +85,7 @@ def masked_softmax(
     Masked keys get exactly zero weight, and a fully masked row gets all zeros instead of the
     NaN that ``softmax`` of a row of ``-inf`` would give.
     """
+    check_floating("scores", scores, min_dims=1)
     if mask is not None:
         check_mask(mask, tuple(scores.shape), "scores")
     return masked_softmax_unchecked(scores, mask, dim)

@@ -3,7 +3,8 @@
 Each schedule is a function ``step -> value`` with ``step`` counted from 0, the way
 ``torch.optim.lr_scheduler.LambdaLR`` calls it. ``noam`` returns the learning rate itself (give
 the optimizer ``lr=1.0``); the others return a multiplier of the optimizer's base rate, 1.0 at
-the peak. Formulas that count from 1 use ``step + 1``.
+the peak. Formulas that count from 1 use ``step + 1``. A schedule refuses a step that is not
+an int >= 0 (NumPy integers pass): a few Python comparisons per call, no tensors.
 """
 
 from __future__ import annotations
@@ -13,17 +14,21 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
+from attnlib._checks import check_count, check_flag, check_int, check_number
+
 Schedule = Callable[[int], float]
 
 
 def _check_positive(name: str, value: float) -> None:
-    if not value > 0:
+    """Require a finite number > 0 (not a bool or a str)."""
+    if not check_number(name, value) > 0:
         raise ValueError(f"{name} must be positive, got {value}")
 
 
-def _check_warmup(warmup: int, least: int) -> None:
-    if not isinstance(warmup, int) or warmup < least:
-        raise ValueError(f"warmup must be an integer >= {least}, got {warmup!r}")
+def _check_fraction(name: str, value: float) -> None:
+    """Require a number in [0, 1]."""
+    if not 0 <= check_number(name, value) <= 1:
+        raise ValueError(f"{name} must be in [0, 1] (a fraction of the peak), got {value}")
 
 
 def noam(d_model: int, warmup: int, factor: float = 1.0) -> Schedule:
@@ -32,12 +37,12 @@ def noam(d_model: int, warmup: int, factor: float = 1.0) -> Schedule:
     It rises linearly for ``warmup`` steps, peaks at d_model^-0.5 * warmup^-0.5, then decays as
     1/sqrt(s).
     """
-    _check_positive("d_model", d_model)
-    _check_warmup(warmup, 1)
+    check_count("d_model", d_model)
+    check_int("warmup", warmup, 1)
     _check_positive("factor", factor)
 
     def rate(step: int) -> float:
-        s = step + 1
+        s = check_int("step", step) + 1
         return factor * d_model**-0.5 * min(s**-0.5, s * warmup**-1.5)
 
     return rate
@@ -45,12 +50,13 @@ def noam(d_model: int, warmup: int, factor: float = 1.0) -> Schedule:
 
 def exponential_decay(decay_rate: float, decay_steps: int, staircase: bool = False) -> Schedule:
     """Multiplier decay_rate^(step / decay_steps); floor the exponent with ``staircase``."""
-    if not 0 < decay_rate <= 1:
+    if not 0 < check_number("decay_rate", decay_rate) <= 1:
         raise ValueError(f"decay_rate must be in (0, 1], got {decay_rate}")
-    _check_positive("decay_steps", decay_steps)
+    check_count("decay_steps", decay_steps)
+    check_flag("staircase", staircase)
 
     def multiplier(step: int) -> float:
-        exponent = step / decay_steps
+        exponent = check_int("step", step) / decay_steps
         return decay_rate ** (math.floor(exponent) if staircase else exponent)
 
     return multiplier
@@ -63,11 +69,13 @@ def piecewise_constant(boundaries: Sequence[int], values: Sequence[float]) -> Sc
             f"need one more value than boundaries, got {len(boundaries)} boundaries and "
             f"{len(values)} values"
         )
+    boundaries = [check_int(f"boundaries[{i}]", b) for i, b in enumerate(boundaries)]
+    values = [check_number(f"values[{i}]", value) for i, value in enumerate(values)]
     if any(later <= earlier for earlier, later in zip(boundaries, boundaries[1:], strict=False)):
-        raise ValueError(f"boundaries must be strictly increasing, got {list(boundaries)}")
-    boundaries, values = list(boundaries), list(values)
+        raise ValueError(f"boundaries must be strictly increasing, got {boundaries}")
 
     def multiplier(step: int) -> float:
+        check_int("step", step)
         for boundary, value in zip(boundaries, values, strict=False):
             if step < boundary:
                 return value
@@ -78,12 +86,12 @@ def piecewise_constant(boundaries: Sequence[int], values: Sequence[float]) -> Sc
 
 def polynomial_decay(total_steps: int, power: float = 1.0, final: float = 0.0) -> Schedule:
     """Multiplier final + (1 - final) * (1 - step / total_steps)^power, then ``final``."""
-    _check_positive("total_steps", total_steps)
+    check_count("total_steps", total_steps)
     _check_positive("power", power)
     _check_fraction("final", final)
 
     def multiplier(step: int) -> float:
-        remaining = 1 - min(step, total_steps) / total_steps
+        remaining = 1 - min(check_int("step", step), total_steps) / total_steps
         return final + (1 - final) * remaining**power
 
     return multiplier
@@ -91,14 +99,14 @@ def polynomial_decay(total_steps: int, power: float = 1.0, final: float = 0.0) -
 
 def cosine_decay(total_steps: int, warmup: int = 0, final: float = 0.0) -> Schedule:
     """Linear warm-up over ``warmup`` steps to 1, then a half cosine down to ``final``."""
-    _check_positive("total_steps", total_steps)
-    _check_warmup(warmup, 0)
+    check_count("total_steps", total_steps)
+    check_int("warmup", warmup, 0)
     _check_fraction("final", final)
     if warmup >= total_steps:
         raise ValueError(f"warmup={warmup} leaves no steps to decay in total_steps={total_steps}")
 
     def multiplier(step: int) -> float:
-        if step < warmup:
+        if check_int("step", step) < warmup:
             return (step + 1) / warmup
         progress = min(1.0, (step - warmup) / (total_steps - warmup))
         return final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress))
@@ -108,14 +116,14 @@ def cosine_decay(total_steps: int, warmup: int = 0, final: float = 0.0) -> Sched
 
 def linear_warmup_decay(warmup: int, total_steps: int, final: float = 0.0) -> Schedule:
     """Linear rise over ``warmup`` steps to 1, then linear fall to ``final`` at ``total_steps``."""
-    _check_warmup(warmup, 1)
-    _check_positive("total_steps", total_steps)
+    check_int("warmup", warmup, 1)
+    check_count("total_steps", total_steps)
     _check_fraction("final", final)
     if warmup >= total_steps:
         raise ValueError(f"warmup={warmup} leaves no steps to decay in total_steps={total_steps}")
 
     def multiplier(step: int) -> float:
-        if step < warmup:
+        if check_int("step", step) < warmup:
             return (step + 1) / warmup
         progress = min(1.0, (step + 1 - warmup) / (total_steps - warmup))
         return 1 - (1 - final) * progress
@@ -123,34 +131,20 @@ def linear_warmup_decay(warmup: int, total_steps: int, final: float = 0.0) -> Sc
     return multiplier
 
 
-def _check_fraction(name: str, value: float) -> None:
-    if not 0 <= value <= 1:
-        raise ValueError(f"{name} must be in [0, 1] (a fraction of the peak), got {value}")
-
-
 def average_checkpoints(
     state_dicts: Sequence[Mapping[str, torch.Tensor]],
 ) -> dict[str, torch.Tensor]:
-    """Entry-wise mean of floating tensors over checkpoints with the same keys and shapes.
+    """Entry-wise mean of floating tensors over checkpoints with the same keys, shapes and dtypes.
 
     Other entries (integer counters, say) are taken from the first checkpoint. The mean is
-    accumulated in float32 (float64 for float64 tensors) and cast back to each entry's dtype.
+    accumulated in float32 (float64 for float64 tensors) and cast back to each entry's dtype; a
+    NaN or inf in any checkpoint is refused, naming the key and the checkpoint.
     """
     if len(state_dicts) == 0:
         raise ValueError("average_checkpoints needs at least one state dict")
     first = state_dicts[0]
-    for index, other in enumerate(state_dicts[1:], start=1):
-        missing = [key for key in first if key not in other]
-        extra = [key for key in other if key not in first]
-        if missing or extra:
-            key, where = (missing[0], "missing from") if missing else (extra[0], "only in")
-            raise ValueError(f"key {key!r} is {where} checkpoint {index}")
-        for key, tensor in first.items():
-            if tuple(other[key].shape) != tuple(tensor.shape):
-                raise ValueError(
-                    f"key {key!r} has shape {tuple(tensor.shape)} in checkpoint 0 but "
-                    f"{tuple(other[key].shape)} in checkpoint {index}"
-                )
+    for index, other in enumerate(state_dicts):
+        _check_alike(first, other, index)
     averaged: dict[str, torch.Tensor] = {}
     for key, tensor in first.items():
         if not tensor.is_floating_point():
@@ -160,5 +154,44 @@ def average_checkpoints(
         total = torch.zeros(tensor.shape, dtype=wide, device=tensor.device)
         for state in state_dicts:
             total += state[key].to(device=tensor.device, dtype=wide)
+        if not torch.isfinite(total).all():  # one scan per key; the culprit is sought on failure
+            _name_non_finite(key, [state[key] for state in state_dicts])
         averaged[key] = (total / len(state_dicts)).to(tensor.dtype)
     return averaged
+
+
+def _check_alike(first: Mapping[str, torch.Tensor], other: object, index: int) -> None:
+    """Checkpoint ``index`` must have the keys of checkpoint 0, each a tensor of its shape and
+    dtype: a float entry beside an int one would otherwise be dropped without a word."""
+    if not isinstance(other, Mapping):
+        raise TypeError(f"checkpoint {index} must be a state dict, got {type(other).__name__}")
+    missing = [key for key in first if key not in other]
+    extra = [key for key in other if key not in first]
+    if missing or extra:
+        key, where = (missing[0], "missing from") if missing else (extra[0], "only in")
+        raise ValueError(f"key {key!r} is {where} checkpoint {index}")
+    for key, tensor in first.items():
+        theirs = other[key]
+        if not isinstance(theirs, torch.Tensor):
+            raise TypeError(f"key {key!r} is a {type(theirs).__name__} in checkpoint {index}")
+        if tensor.shape != theirs.shape:
+            what, ours, got = "shape", tuple(tensor.shape), tuple(theirs.shape)
+        elif tensor.dtype != theirs.dtype:
+            what, ours, got = "dtype", tensor.dtype, theirs.dtype
+        else:
+            continue
+        raise ValueError(
+            f"key {key!r} has {what} {ours} in checkpoint 0 but {got} in checkpoint {index}"
+        )
+
+
+def _name_non_finite(key: str, tensors: list[torch.Tensor]) -> None:
+    """Raise naming the first checkpoint whose ``key`` holds NaN or inf (or an overflowed sum)."""
+    for index, tensor in enumerate(tensors):
+        bad = int((~torch.isfinite(tensor)).sum())
+        if bad:
+            raise ValueError(
+                f"key {key!r} has NaN or inf in checkpoint {index} ({bad} of {tensor.numel()} "
+                "entries): averaging would spread it to the mean"
+            )
+    raise ValueError(f"key {key!r}: the sum over {len(tensors)} checkpoints overflowed")

@@ -21,18 +21,35 @@ from functools import cache
 import torch
 from torch import nn
 
-from attnlib._checks import check_tensor
+from attnlib._checks import check_same_dtype, check_tensor
 
 ScoreFunction = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+# Half precision overflows past 65,504 (float16) or rounds coarsely (bfloat16); a q·k product
+# passes that long before softmax would mind. Their scores are formed in float32, as SDPA's
+# kernels accumulate, and come back as float32: the softmax runs in float32 too.
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
 def dot_product(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-    """Unchecked q·k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys)."""
+    """Unchecked q·k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_queries, n_keys).
+
+    Half-precision inputs are scored in float32 and give float32 scores.
+    """
+    if queries.dtype in HALF_DTYPES:
+        queries, keys = queries.float(), keys.float()
     return queries @ keys.transpose(-2, -1)
 
 
 def scaled_dot_product(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-    """Unchecked q·k / √d_k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_q, n_keys)."""
+    """Unchecked q·k / √d_k: (..., n_queries, d_k), (..., n_keys, d_k) -> (..., n_q, n_keys).
+
+    Half-precision inputs are scaled before the product, in float32, and give float32 scores.
+    """
+    if queries.dtype in HALF_DTYPES:
+        scaled = queries.float() / math.sqrt(queries.shape[-1])
+        return scaled @ keys.float().transpose(-2, -1)
     return queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
 
 
@@ -44,6 +61,7 @@ def _check_same_width(queries: torch.Tensor, keys: torch.Tensor) -> None:
 def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:
     check_tensor("queries", queries)
     check_tensor("keys", keys)
+    check_same_dtype(queries=queries, keys=keys)
 
 
 def dot_score(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
@@ -137,7 +155,7 @@ class GeneralScore(_WidthsScore):
 
     def score_prepared(self, queries: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
         """qᵀ (W k): (..., n_queries, d_q), (..., n_keys, d_q) -> (..., n_queries, n_keys)."""
-        return queries @ prepared.transpose(-2, -1)
+        return dot_product(queries, prepared)
 
 
 class AdditiveScore(_WidthsScore):

@@ -16,8 +16,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnlib._checks import check_count, check_flag, check_lengths
 from attnlib.attention import attend_unchecked
-from attnlib.masks import padding_mask
+from attnlib.masks import padding_mask_unchecked
 from attnlib.scores import AdditiveScore, Score, make_score
 
 # Luong's scores by their names in attnlib.scores.SCORES ("additive" is the paper's "concat").
@@ -48,7 +49,8 @@ class Encoder(nn.Module):
         pad_id: int,
     ):
         super().__init__()
-        if bidirectional and hidden_size % 2:
+        check_count("hidden_size", hidden_size)
+        if check_flag("bidirectional", bidirectional) and hidden_size % 2:
             raise ValueError(
                 f"a bidirectional encoder needs an even hidden_size, got {hidden_size}"
             )
@@ -65,7 +67,12 @@ class Encoder(nn.Module):
         self, source: torch.Tensor, lengths: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(batch, src_len) ids -> outputs (batch, src_len, hidden), summary (batch, hidden)."""
-        host_lengths = self._checked_lengths(source, lengths)
+        return self.encode(source, self.checked_lengths(source, lengths))
+
+    def encode(
+        self, source: torch.Tensor, host_lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` without checks, the lengths on the host from :meth:`checked_lengths`."""
         embedded = self.embedding(source)
         packed = pack_padded_sequence(
             embedded, host_lengths, batch_first=True, enforce_sorted=False
@@ -77,37 +84,41 @@ class Encoder(nn.Module):
         summary = final.transpose(0, 1).reshape(source.shape[0], self.hidden_size)
         return outputs, torch.tanh(self.bridge(summary))
 
-    def _checked_lengths(self, source: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """The lengths on the host, after checking them and the source ids against each other.
+    def checked_lengths(
+        self,
+        source: torch.Tensor,
+        lengths: torch.Tensor | list[int],
+        target: torch.Tensor | None = None,
+        target_vocab_size: int = 0,
+    ) -> torch.Tensor:
+        """The lengths on the host, after checking them, the source ids and ``target`` ids.
 
-        Packing needs the lengths on the host anyway; the smallest and largest source id travel
-        with them in that one copy, so on a GPU the checks add no host sync.
+        Packing needs the lengths on the host anyway; the smallest and largest source (and
+        target) id travel with them in that one copy, so on a GPU the checks add no host sync.
         """
         if not isinstance(source, torch.Tensor) or source.dim() != 2:
             shape = tuple(source.shape) if isinstance(source, torch.Tensor) else type(source)
             raise ValueError(f"source must be a 2-D tensor of ids (batch, src_len), got {shape}")
         if source.dtype.is_floating_point or source.dtype == torch.bool:
             raise TypeError(f"source ids must be integers, got dtype {source.dtype}")
-        lengths = torch.as_tensor(lengths)
-        if lengths.dim() != 1 or lengths.shape[0] != source.shape[0]:
+        lengths = check_lengths(lengths)
+        if lengths.shape[0] != source.shape[0]:
             raise ValueError(
                 f"lengths of shape {tuple(lengths.shape)} do not fit a batch of "
                 f"{source.shape[0]} sources: one length per row is needed"
             )
-        if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-            raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
         if source.numel() == 0:
             raise ValueError(f"source must hold at least one id, got shape {tuple(source.shape)}")
-        id_range = torch.stack([source.min(), source.max()]).to(lengths.device, torch.long)
+        ranges = [source.min(), source.max()]
+        if target is not None:
+            _check_target(target, source.shape[0])
+            ranges += [target.min(), target.max()]
+        id_range = torch.stack(ranges).to(lengths.device, torch.long)
         host = torch.cat([lengths.long(), id_range]).cpu()  # the one host copy
-        host_lengths, (smallest, largest) = host[:-2], host[-2:].tolist()
-        vocab_size = self.embedding.num_embeddings
-        if smallest < 0 or largest >= vocab_size:
-            bad = smallest if smallest < 0 else largest
-            raise ValueError(
-                f"source id {bad} is outside the encoder's vocabulary of {vocab_size} symbols "
-                f"(ids 0 to {vocab_size - 1}); was the source encoded with another vocabulary?"
-            )
+        host_lengths, bounds = host[: -len(ranges)], host[-len(ranges) :].tolist()
+        _check_ids("source", bounds[:2], self.embedding.num_embeddings, "encoder")
+        if target is not None:
+            _check_ids("target", bounds[2:], target_vocab_size, "decoder")
         padded = source.shape[1]
         if (host_lengths < 1).any() or (host_lengths > padded).any():
             bad = [
@@ -120,6 +131,29 @@ class Encoder(nn.Module):
                 f"lengths must lie between 1 and the padded source length {padded}; got {shown}"
             )
         return host_lengths
+
+
+def _check_ids(what: str, bounds: list[int], vocab_size: int, owner: str) -> None:
+    """Refuse the smallest or largest id of ``bounds`` = [low, high] outside the vocabulary."""
+    smallest, largest = bounds
+    if smallest < 0 or largest >= vocab_size:
+        bad = smallest if smallest < 0 else largest
+        raise ValueError(
+            f"{what} id {bad} is outside the {owner}'s vocabulary of {vocab_size} symbols "
+            f"(ids 0 to {vocab_size - 1}); was the {what} encoded with another vocabulary?"
+        )
+
+
+def _check_target(target_in: object, batch: int) -> None:
+    """Require target ids (batch, tgt_len) of an integer dtype, tgt_len >= 1; no values read."""
+    if not isinstance(target_in, torch.Tensor):
+        raise TypeError(f"target_in must be a tensor of ids, got {type(target_in).__name__}")
+    if target_in.dtype.is_floating_point or target_in.dtype == torch.bool:
+        raise TypeError(f"target_in ids must be integers, got dtype {target_in.dtype}")
+    if target_in.dim() != 2 or target_in.shape[0] != batch or target_in.shape[1] == 0:
+        raise ValueError(
+            f"target_in must be (batch={batch}, tgt_len >= 1), got shape {tuple(target_in.shape)}"
+        )
 
 
 @dataclass
@@ -245,7 +279,7 @@ class LuongDecoder(Decoder):
                 f"unknown Luong score {score!r}; choose one of {', '.join(LUONG_SCORES)}"
             )
         self.score = make_score(score, hidden_size, hidden_size, attention_size or hidden_size)
-        self.score_name, self.input_feeding = score, input_feeding
+        self.score_name, self.input_feeding = score, check_flag("input_feeding", input_feeding)
         self.embedding = nn.Embedding(vocab_size, embedding_dim)
         input_size = embedding_dim + (hidden_size if input_feeding else 0)
         self.cell = nn.GRUCell(input_size, hidden_size)
@@ -287,10 +321,16 @@ class Seq2Seq(nn.Module):
         self.encoder, self.decoder = encoder, decoder
         self.pad_id, self.sos_id, self.eos_id = pad_id, sos_id, eos_id
 
-    def _start(self, source: torch.Tensor, lengths: torch.Tensor) -> tuple[Memory, tuple]:
-        """Encode the source: the decoder's memory of it and its state before the first step."""
-        encoder_outputs, summary = self.encoder(source, lengths)
-        mask = padding_mask(lengths.to(source.device), source.shape[1])
+    def _start(
+        self, source: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None = None
+    ) -> tuple[Memory, tuple]:
+        """Check the inputs and encode the source: the decoder's memory of it and its state
+        before the first step. ``lengths`` may be a tensor or a list of ints."""
+        lengths = check_lengths(lengths)
+        vocab_size = self.decoder.embedding.num_embeddings
+        host_lengths = self.encoder.checked_lengths(source, lengths, target, vocab_size)
+        encoder_outputs, summary = self.encoder.encode(source, host_lengths)
+        mask = padding_mask_unchecked(lengths.to(source.device), source.shape[1])  # checked
         memory = self.decoder.remember(encoder_outputs, mask)
         return memory, self.decoder.init_state(summary, encoder_outputs)
 
@@ -299,7 +339,7 @@ class Seq2Seq(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher forcing: logits (batch, tgt_len, vocab), alignments (batch, tgt_len, src_len)."""
         decoder = self.decoder
-        memory, state = self._start(source, lengths)
+        memory, state = self._start(source, lengths, target_in)
         # The same arithmetic as calling decoder.step in a loop, but the symbols are embedded
         # and the features turned into logits for all steps at once: fewer, larger operations.
         embedded = decoder.embedding(target_in)  # (batch, tgt_len, emb)
@@ -349,6 +389,9 @@ def build_model(
     sized and given its special ids by the two vocabularies."""
     if kind not in MODEL_KINDS:
         raise ValueError(f"unknown model kind {kind!r}; choose one of {', '.join(MODEL_KINDS)}")
+    check_count("embedding_dim", embedding_dim)
+    check_count("hidden_size", hidden_size)
+    check_count("attention_size", attention_size)
     source_vocab_size, target_vocab_size = len(source_vocab), len(target_vocab)
     encoder = Encoder(
         source_vocab_size, embedding_dim, hidden_size, bidirectional, pad_id=source_vocab.pad_id

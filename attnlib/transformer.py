@@ -14,7 +14,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlib._checks import check_tensor
+from attnlib._checks import (
+    check_count,
+    check_flag,
+    check_int,
+    check_matches_weights,
+    check_number,
+    check_probability,
+    check_tensor,
+)
 from attnlib.attention import MultiHeadAttention
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -25,8 +33,9 @@ def sinusoidal_encoding(length: int, d_model: int, base: float = 10000.0) -> tor
 
     Any length and any width; with an odd width the last column is a sine without its cosine.
     """
-    if length < 0 or d_model < 1:
-        raise ValueError(f"need length >= 0 and d_model >= 1, got length={length}, d={d_model}")
+    length, d_model = check_int("length", length), check_count("d_model", d_model)
+    if not check_number("base", base) > 0:
+        raise ValueError(f"base must be positive (10000 in the paper), got {base}")
     # float64 so that large positions keep their phase; the table itself is float32.
     positions = torch.arange(length, dtype=torch.float64).unsqueeze(1)  # (length, 1)
     even = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i: (ceil(d/2),)
@@ -53,17 +62,30 @@ def offset_rotation(offset: float, d_model: int, base: float = 10000.0) -> torch
     return rotation.float()
 
 
+def _check_features(module: nn.Module, x: torch.Tensor) -> None:
+    """Refuse anything but (batch, seq, d_model) with the module's d_model: shapes only."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 3 or x.shape[-1] != module.d_model:
+        raise ValueError(
+            f"{type(module).__name__} needs x of shape (batch, seq, d_model={module.d_model}), "
+            f"got {tuple(x.shape)}"
+        )
+
+
 class SinusoidalPositions(nn.Module):
     """Adds the fixed sinusoidal table: (batch, seq, d_model) -> (batch, seq, d_model)."""
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
-        self.d_model = d_model
+        self.d_model = check_count("d_model", d_model)
+        check_count("max_len", max_len)
         # Not persistent: the table is a formula, so checkpoints need not carry it.
         self.register_buffer("table", sinusoidal_encoding(max_len, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, seq, d_model) -> same, with PE[:seq] added; longer inputs get a fresh table."""
+        _check_features(self, x)
         seq = x.shape[1]
         table = self.table if seq <= self.table.shape[0] else sinusoidal_encoding(seq, self.d_model)
         return x + table[:seq].to(device=x.device, dtype=x.dtype)
@@ -74,7 +96,8 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
-        self.d_model, self.max_len = d_model, max_len
+        self.d_model = check_count("d_model", d_model)
+        self.max_len = check_count("max_len", max_len)
         self.weight = nn.Parameter(torch.empty(max_len, d_model))
         self.reset_parameters()
 
@@ -84,6 +107,7 @@ class LearnedPositions(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, seq, d_model) -> same, with weight[:seq] added."""
+        _check_features(self, x)
         if x.shape[1] > self.max_len:
             raise ValueError(
                 f"sequence of {x.shape[1]} positions but learned positions stop at "
@@ -99,6 +123,8 @@ class FeedForward(nn.Module):
         self, d_model: int, d_ff: int, dropout: float = 0.1, activation: str = "relu"
     ) -> None:
         super().__init__()
+        d_model, d_ff = check_count("d_model", d_model), check_count("d_ff", d_ff)
+        dropout = check_probability("dropout", dropout)
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose 'relu' or 'gelu'")
         self.activation_name, self.activation = activation, ACTIVATIONS[activation]
@@ -132,7 +158,11 @@ class EncoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
-        self.dropout_p, self.norm_first, self.fused = dropout, norm_first, fused
+        self.norm_first = check_flag("norm_first", norm_first)
+        self.fused = check_flag("fused", fused)
+        self.dropout_p = check_probability("dropout", dropout)
+        if not check_number("layer_norm_eps", layer_norm_eps) > 0:
+            raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps}")
         # The attention module drops attention weights; dropout1/2 drop each sublayer's output.
         self.attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
@@ -175,6 +205,8 @@ class EncoderLayer(nn.Module):
             raise ValueError(
                 f"x must be (batch, seq, d_model={self.d_model}), got shape {tuple(x.shape)}"
             )
+        check_matches_weights("x", x, self.norm1.weight)
+        check_flag("need_weights", need_weights)
         batch, seq, _ = x.shape
         mask4d = self.attention.prepare_mask(mask, key_mask, batch, seq, seq)
         return self(x, mask4d, need_weights)
@@ -194,6 +226,10 @@ class EncoderLayer(nn.Module):
     @torch.no_grad()
     def load_from_torch(self, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """Copy the weights of a ``torch.nn.TransformerEncoderLayer`` of the same configuration."""
+        if not isinstance(layer, nn.TransformerEncoderLayer):
+            raise TypeError(
+                f"layer must be a torch.nn.TransformerEncoderLayer, got {type(layer).__name__}"
+            )
         activation = {1: "relu", 2: "gelu"}.get(getattr(layer, "activation_relu_or_gelu", 0))
         theirs = {
             "batch_first": layer.self_attn.batch_first,

@@ -287,15 +287,15 @@ def test_both_paths_accept_the_same_masks_and_agree(name):
 # --- inputs are checked once, at the public entry ---------------------------------------------
 
 
-def _nan_scans(call) -> int:
-    """How many times ``call()`` scans a tensor for NaN (each scan is a host sync on a GPU)."""
-    real, calls = torch.isnan, []
+def _scans(call) -> int:
+    """How many times ``call()`` scans a tensor for NaN and inf (each is a host sync on a GPU)."""
+    real, calls = torch.isfinite, []
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    with mock.patch("torch.isnan", counting), torch.no_grad():
+    with mock.patch("torch.isfinite", counting), torch.no_grad():
         call()
     return len(calls)
 
@@ -305,13 +305,67 @@ def test_mha_scans_each_distinct_input_once(fused):
     mha = MultiHeadAttention(8, 2).eval()
     x, y = _randn(2, 4, 8, seed=30), _randn(2, 5, 8, seed=31)
     key_mask = padding_mask([5, 3], 5).squeeze(1)
-    assert _nan_scans(lambda: mha(x, mask=padding_mask([4, 2], 4), fused=fused)) == 1
-    assert _nan_scans(lambda: mha(x, y, key_mask=key_mask, fused=fused)) == 2  # query, key=value
+    assert _scans(lambda: mha(x, mask=padding_mask([4, 2], 4), fused=fused)) == 1
+    assert _scans(lambda: mha(x, y, key_mask=key_mask, fused=fused)) == 2  # query, key=value
     prepared = mha.prepare_mask(None, key_mask, 2, 4, 5)
-    assert _nan_scans(lambda: mha.forward_prepared(x, y, y, prepared, fused)) == 0
+    assert _scans(lambda: mha.forward_prepared(x, y, y, prepared, fused)) == 0
 
 
 def test_attend_scans_queries_keys_values_once_each():
     q, k, v = _randn(2, 3, 4, seed=32), _randn(2, 5, 4, seed=33), _randn(2, 5, 2, seed=34)
-    assert _nan_scans(lambda: attend(q, k, v, padding_mask([5, 2], 5))) == 3
-    assert _nan_scans(lambda: attend(q, k, v, score="dot")) == 3
+    assert _scans(lambda: attend(q, k, v, padding_mask([5, 2], 5))) == 3
+    assert _scans(lambda: attend(q, k, v, score="dot")) == 3
+
+
+# --- half precision -------------------------------------------------------------------------
+
+HALF = [torch.float16, torch.bfloat16]
+# Rounding of half-precision inputs and outputs: float16 has an 11-bit, bfloat16 an 8-bit mantissa.
+HALF_TOLERANCE = {torch.float16: 2e-3, torch.bfloat16: 2e-2}
+
+
+def _large_qkv(dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """Queries and keys of norm 320, d_k 64: raw q·k reach ~1e5, past float16's 65,504."""
+    q = _randn(2, 2, 5, 64, seed=40)
+    q = 320 * q / q.norm(dim=-1, keepdim=True)
+    k = q + 0.05 * _randn(2, 2, 5, 64, seed=41)
+    return q.to(dtype), k.to(dtype), _randn(2, 2, 5, 64, seed=42).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=["float16", "bfloat16"])
+def test_attend_in_half_precision_is_finite_and_matches_sdpa(dtype):
+    q, k, v = _large_qkv(dtype)
+    assert (q.float() @ k.float().transpose(-2, -1)).abs().max() > torch.finfo(torch.float16).max
+    output, weights = attend(q, k, v, mask=causal_mask(5))
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert output.dtype == weights.dtype == dtype
+    assert torch.isfinite(output).all() and torch.isfinite(weights).all()
+    tolerance = HALF_TOLERANCE[dtype]
+    torch.testing.assert_close(output.float(), expected.float(), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=["float16", "bfloat16"])
+def test_from_scratch_mha_in_half_precision_matches_the_fused_path(dtype):
+    mha = MultiHeadAttention(64, 2).eval()
+    with torch.no_grad():
+        mha.query_projection.weight.mul_(80)  # per-head q·k up to ~1e5 from inputs of norm ~8
+        mha.key_projection.weight.mul_(80)
+    mha = mha.to(dtype)
+    x = _randn(2, 6, 64, seed=43).to(dtype)
+    with torch.no_grad():
+        queries = mha.split_heads(mha.query_projection(x)).float()  # (2, heads, 6, head_dim)
+        keys = mha.split_heads(mha.key_projection(x)).float()
+        assert (queries @ keys.mT).abs().max() > torch.finfo(torch.float16).max
+        scratch, weights = mha(x, mask=causal_mask(6))
+        fused, _ = mha(x, mask=causal_mask(6), fused=True)
+    assert torch.isfinite(scratch).all() and torch.isfinite(weights).all()
+    tolerance = HALF_TOLERANCE[dtype]
+    torch.testing.assert_close(scratch.float(), fused.float(), rtol=tolerance, atol=tolerance)
+
+
+def test_float32_scores_keep_their_order_of_operations():
+    # Half precision scales first in float32; float32 keeps q·k then / √d_k, as before.
+    q, k, v = _randn(2, 4, 3, seed=44), _randn(2, 5, 3, seed=45), _randn(2, 5, 2, seed=46)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / 3**0.5, dim=-1)
+    output, ours = attend(q, k, v)
+    assert torch.equal(ours, weights) and torch.equal(output, weights @ v)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from attnlib.data.bpe import (
@@ -107,3 +109,66 @@ def test_word_counts_both_end_conventions():
     assert word_counts(["low", "low", "new"]) == {"l o w </w>": 2, "n e w </w>": 1}
     assert word_counts({"low": 5}, separate_end=False) == {"l o w</w>": 5}
     assert apply_merges("low", [("l", "o"), ("lo", "w</w>")], separate_end=False) == ["low</w>"]
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+def test_learn_bpe_refuses_a_negative_number_of_merges():
+    with pytest.raises(ValueError, match="num_merges must be an int >= 0, got -1"):
+        learn_bpe(ARTICLE_CORPUS, -1)  # before: []
+
+
+def test_learn_bpe_refuses_a_float_number_of_merges():
+    with pytest.raises(TypeError, match="num_merges must be an int >= 0, got float 2.0"):
+        learn_bpe(ARTICLE_CORPUS, 2.0)
+
+
+def test_learn_bpe_refuses_words_that_are_not_space_separated_symbols():
+    message = (
+        "no word has two symbols to merge (the first is 'low'): the toy BPE takes words as "
+        "space-separated symbols, such as 'l o w </w>'; word_counts(words) writes them so"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        learn_bpe({"low": 5}, 3)  # before: []
+
+
+def test_learn_bpe_refuses_negative_counts():
+    with pytest.raises(ValueError, match="the count of 'l o w </w>' must be an int >= 1, got -5"):
+        learn_bpe({"l o w </w>": -5, "n e w </w>": 2}, 3)
+
+
+def test_learn_bpe_refuses_a_list_of_words():
+    with pytest.raises(TypeError, match="words must be a mapping word -> count such as"):
+        learn_bpe(["l o w </w>"], 3)
+
+
+def test_apply_merges_refuses_a_word_that_is_not_a_str():
+    with pytest.raises(TypeError, match="word must be a str, got NoneType None"):
+        apply_merges(None, ARTICLE_MERGES)  # before: "can only join an iterable"
+
+
+def test_apply_merges_refuses_merges_that_are_not_pairs():
+    message = "merges[1] must be a pair of symbols (str, str), got ('l', 'o', 'w')"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        apply_merges("low", [("l", "o"), ("l", "o", "w")])
+
+
+def test_follow_refuses_merges_that_are_not_pairs():
+    with pytest.raises(ValueError, match=re.escape("merges[0] must be a pair of symbols")):
+        follow([("s", "t", "x")])
+
+
+def test_word_counts_refuses_words_that_are_not_strings():
+    with pytest.raises(TypeError, match="words\\[0\\] must be a str, got int 1"):
+        word_counts([1, 2])  # before: "can only join an iterable"
+
+
+def test_word_counts_refuses_one_str_for_a_list_of_words():
+    with pytest.raises(TypeError, match="words must be a list of words .* got str"):
+        word_counts("lower")
+
+
+def test_word_counts_refuses_a_word_with_a_space():
+    with pytest.raises(ValueError, match="words\\[0\\] must be one word without spaces"):
+        word_counts(["new york"])

@@ -78,12 +78,12 @@ def test_restricting_formats_uses_only_those():
 
 
 def test_zero_samples_is_refused():
-    with pytest.raises(ValueError, match="n must be a positive number of samples, got 0"):
+    with pytest.raises(ValueError, match="n must be positive, got 0"):
         generate_pairs(0)
 
 
 def test_zero_test_samples_is_refused():
-    with pytest.raises(ValueError, match="n_test must be a positive number of samples, got 0"):
+    with pytest.raises(ValueError, match="n_test must be positive, got 0"):
         make_splits(10, 10, 0)
 
 

@@ -1,7 +1,9 @@
 """Learning-rate schedules against hand-computed values, and checkpoint averaging."""
 
 import math
+import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -79,7 +81,7 @@ def test_linear_warmup_decay_by_hand():
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: noam(512, 0), "warmup must be an integer >= 1, got 0"),
+        (lambda: noam(512, 0), "warmup must be an int >= 1, got 0"),
         (lambda: noam(0, 4000), "d_model must be positive, got 0"),
         (lambda: noam(512, 4000, factor=-1), "factor must be positive, got -1"),
         (lambda: exponential_decay(0.0, 10), r"decay_rate must be in \(0, 1\], got 0.0"),
@@ -98,9 +100,9 @@ def test_linear_warmup_decay_by_hand():
         ),
         (lambda: polynomial_decay(0), "total_steps must be positive, got 0"),
         (lambda: polynomial_decay(10, final=1.5), r"final must be in \[0, 1\]"),
-        (lambda: cosine_decay(100, warmup=-1), "warmup must be an integer >= 0, got -1"),
+        (lambda: cosine_decay(100, warmup=-1), "warmup must be an int >= 0, got -1"),
         (lambda: cosine_decay(100, warmup=100), "warmup=100 leaves no steps to decay"),
-        (lambda: linear_warmup_decay(0, 100), "warmup must be an integer >= 1, got 0"),
+        (lambda: linear_warmup_decay(0, 100), "warmup must be an int >= 1, got 0"),
         (lambda: linear_warmup_decay(5, 5), "warmup=5 leaves no steps to decay in total_steps=5"),
     ],
 )
@@ -150,3 +152,111 @@ def test_average_checkpoints_refusals():
         ValueError, match=r"key 'x' has shape \(2,\) in checkpoint 0 but \(4,\) in checkpoint 1"
     ):
         average_checkpoints([a, {"x": torch.zeros(4), "y": torch.zeros(5)}])
+
+
+# --- steps and settings that are not what a schedule counts ---------------------------------
+
+SCHEDULES = {
+    "noam": lambda: noam(64, 10),
+    "exponential": lambda: exponential_decay(0.5, 10),
+    "piecewise": lambda: piecewise_constant([10], [1.0, 0.5]),
+    "polynomial": lambda: polynomial_decay(10),
+    "cosine": lambda: cosine_decay(100, warmup=10),
+    "linear": lambda: linear_warmup_decay(10, 100),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+@pytest.mark.parametrize("step", [-1, -10])
+def test_schedules_refuse_a_negative_step(name, step):
+    # Before: exponential_decay(.5, 10)(-10) = 2.0, polynomial_decay(10)(-5) = 1.5,
+    # cosine_decay(100, warmup=10)(-5) = -0.4, noam(64, 10)(-1) a ZeroDivisionError.
+    with pytest.raises(ValueError, match=f"step must be an int >= 0, got {step}$"):
+        SCHEDULES[name]()(step)
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+@pytest.mark.parametrize(
+    ("step", "shown"),
+    [
+        (float("nan"), "float nan"),
+        (float("inf"), "float inf"),
+        (2.5, "float 2.5"),
+        (True, "bool True"),
+        ("3", "str '3'"),
+        (None, "NoneType None"),
+    ],
+    ids=["nan", "inf", "float", "bool", "str", "None"],
+)
+def test_schedules_refuse_a_step_that_is_not_an_int(name, step, shown):
+    with pytest.raises(TypeError, match=re.escape(f"step must be an int >= 0, got {shown}")):
+        SCHEDULES[name]()(step)
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_schedules_take_numpy_integer_steps(name):
+    schedule = SCHEDULES[name]()
+    assert [schedule(np.int64(step)) for step in (0, 9, 50)] == [schedule(s) for s in (0, 9, 50)]
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: noam(64, True), TypeError, "warmup must be an int >= 1, got bool True"),
+        (lambda: noam(64.0, 10), TypeError, "d_model must be an int, got float 64.0"),
+        (lambda: noam(64, 10, factor=math.inf), ValueError, "factor must be finite, got inf"),
+        (lambda: noam(64, 10, factor="2"), TypeError, "factor must be a number, got str '2'"),
+        (lambda: exponential_decay(True, 10), TypeError, "decay_rate must be a number, got bool"),
+        (lambda: exponential_decay(0.5, 10.0), TypeError, "decay_steps must be an int, got float"),
+        (
+            lambda: exponential_decay(0.5, 10, staircase="yes"),
+            TypeError,
+            "staircase must be True or False, got str 'yes'",
+        ),
+        (lambda: polynomial_decay(True), TypeError, "total_steps must be an int, got bool True"),
+        (lambda: polynomial_decay(10, power=math.nan), ValueError, "power must be finite, got nan"),
+        (lambda: cosine_decay(100, warmup=2.5), TypeError, "warmup must be an int >= 0, got float"),
+        (lambda: cosine_decay(100, final=None), TypeError, "final must be a number, got NoneType"),
+        (
+            lambda: linear_warmup_decay(10, 100, final=math.nan),
+            ValueError,
+            "final must be finite, got nan",
+        ),
+        (
+            lambda: piecewise_constant([10.5], [1.0, 0.5]),
+            TypeError,
+            r"boundaries\[0\] must be an int >= 0, got float 10.5",
+        ),
+        (
+            lambda: piecewise_constant([10], [1.0, "half"]),
+            TypeError,
+            r"values\[1\] must be a number, got str 'half'",
+        ),
+    ],
+)
+def test_schedules_refuse_bad_settings(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_average_checkpoints_refuses_a_key_whose_dtype_changes():
+    # Before: the int64 tensor of checkpoint 0 came back and the float32 one was dropped.
+    states = [{"x": torch.ones(2, dtype=torch.int64)}, {"x": torch.ones(2)}]
+    message = "key 'x' has dtype torch.int64 in checkpoint 0 but torch.float32 in checkpoint 1"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        average_checkpoints(states)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_average_checkpoints_refuses_non_finite_entries(bad):
+    # Before: NaN and inf were averaged into the mean.
+    states = [{"w": torch.ones(3), "b": torch.zeros(1)} for _ in range(3)]
+    states[2]["w"] = torch.tensor([1.0, bad, 1.0])
+    message = "key 'w' has NaN or inf in checkpoint 2 (1 of 3 entries)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        average_checkpoints(states)
+
+
+def test_average_checkpoints_refuses_an_entry_that_is_not_a_tensor():
+    with pytest.raises(TypeError, match="key 'x' is a list in checkpoint 1"):
+        average_checkpoints([{"x": torch.ones(2)}, {"x": [1.0, 1.0]}])

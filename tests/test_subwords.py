@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -184,3 +185,119 @@ def test_real_tokenizer_at_a_small_vocabulary(tmp_path):
     ids = tokenizer.encode_batch(data.test.texts[:500])
     unknown = sum(row.count(tokenizer.unk_id) for row in ids) / sum(map(len, ids))
     assert unknown < 0.001
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+SMALL_TEXTS = ["the cat sat", "a dog ran"]  # 11 characters: the vocabulary needs 5 + 2 x 11
+
+
+@pytest.mark.parametrize("vocab_size", [2, 10, 26])
+def test_train_refuses_a_vocab_size_below_the_specials_and_alphabet(vocab_size):
+    # Before: vocab_size=2 or 10 silently gave a larger vocabulary.
+    message = (
+        f"vocab_size={vocab_size} is smaller than the 27 tokens these texts need: 5 special "
+        "tokens and 11 characters, each alone and word-final; ask for at least 27"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SubwordTokenizer.train(SMALL_TEXTS, vocab_size=vocab_size, min_frequency=1)
+
+
+def test_train_at_the_smallest_vocab_size_learns_no_merges():
+    small = SubwordTokenizer.train(SMALL_TEXTS, vocab_size=27, min_frequency=1)
+    assert small.vocab_size == 27 and small.merges == []
+
+
+def test_train_refuses_no_texts():
+    with pytest.raises(ValueError, match="train needs at least one text, got none"):
+        SubwordTokenizer.train([])  # before: a vocabulary of the 5 special tokens
+
+
+def test_train_refuses_one_str():
+    with pytest.raises(TypeError, match=re.escape("train takes a list of texts, got one str")):
+        SubwordTokenizer.train("a str")  # before: trained on its characters
+
+
+def test_train_refuses_texts_that_are_not_strings():
+    with pytest.raises(TypeError, match=re.escape("texts[1] must be a str, got bytes")):
+        SubwordTokenizer.train(["a text", b"bytes"])
+
+
+def test_train_refuses_an_alphabet_left_empty_by_min_char_texts():
+    message = (
+        "no character occurs in at least min_char_texts=1000 of the 2 texts: the alphabet "
+        "would be empty and every character [UNK]"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SubwordTokenizer.train(SMALL_TEXTS, min_char_texts=1000)
+
+
+def test_train_refuses_a_float_vocab_size():
+    with pytest.raises(TypeError, match="vocab_size must be an int, got float 1000.0"):
+        SubwordTokenizer.train(SMALL_TEXTS, vocab_size=1000.0)
+
+
+def test_train_takes_a_numpy_vocab_size():
+    small = SubwordTokenizer.train(SMALL_TEXTS, vocab_size=np.int64(30), min_frequency=1)
+    assert small.vocab_size == 30
+
+
+def test_encode_batch_refuses_one_str(tokenizer):
+    message = "encode_batch takes a list of texts, got one str"
+    with pytest.raises(TypeError, match=re.escape(message)):
+        tokenizer.encode_batch("good film")  # before: encoded character by character
+
+
+def test_encode_refuses_a_text_that_is_not_a_str(tokenizer):
+    with pytest.raises(TypeError, match="text must be a str, got list"):
+        tokenizer.encode(["good film"])
+
+
+def test_decode_refuses_an_id_outside_the_vocabulary(tokenizer):
+    message = "id 99999 (ids[1]) is outside the vocabulary: ids run from 0 to 132 (vocab_size 133)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tokenizer.decode([5, 99999])  # before: ''
+
+
+def test_decode_refuses_a_negative_id(tokenizer):
+    with pytest.raises(ValueError, match=re.escape("id -1 (ids[0]) is outside the vocabulary")):
+        tokenizer.decode([-1])
+
+
+def test_decode_refuses_a_float_id(tokenizer):
+    with pytest.raises(TypeError, match=re.escape("ids[0] must be an int, got float")):
+        tokenizer.decode([5.0])
+
+
+def test_decode_takes_tensors_and_arrays_of_ids(tokenizer):
+    ids = tokenizer.encode("the movie")
+    assert tokenizer.decode(np.array(ids)) == tokenizer.decode(ids) == "the movie"
+
+
+def test_id_to_token_refuses_an_id_outside_the_vocabulary(tokenizer):
+    message = "index -1 is outside the vocabulary: ids run from 0 to 132 (vocab_size 133)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tokenizer.id_to_token(-1)  # before: an OverflowError inside tokenizers
+    with pytest.raises(ValueError, match="index 133 is outside the vocabulary"):
+        tokenizer.id_to_token(133)
+
+
+def test_id_to_token_takes_numpy_integers(tokenizer):
+    assert tokenizer.id_to_token(np.int64(2)) == "[CLS]"
+
+
+def test_load_names_a_missing_file(tmp_path):
+    path = tmp_path / "missing.json"
+    with pytest.raises(FileNotFoundError, match=f"no tokenizer file at {re.escape(str(path))}"):
+        SubwordTokenizer.load(path)
+
+
+@pytest.mark.parametrize("kind", ["not JSON", "truncated"])
+def test_load_names_a_file_it_cannot_read(tmp_path, tokenizer, kind):
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(path)
+    whole = path.read_text()
+    path.write_text("{not json" if kind == "not JSON" else whole[: len(whole) // 2])
+    message = f"cannot read the tokenizer file {re.escape(str(path))}: "
+    with pytest.raises(ValueError, match=message):
+        SubwordTokenizer.load(path)  # before: a bare Exception without the path

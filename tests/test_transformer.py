@@ -111,7 +111,7 @@ def test_sinusoidal_encoding_follows_the_formula(d_model):
 def test_sinusoidal_encoding_edge_sizes():
     assert sinusoidal_encoding(0, 4).shape == (0, 4)
     torch.testing.assert_close(sinusoidal_encoding(3, 1)[:, 0], torch.sin(torch.arange(3.0)))
-    with pytest.raises(ValueError, match="need length >= 0 and d_model >= 1, got length=-1"):
+    with pytest.raises(ValueError, match="length must be an int >= 0, got -1"):
         sinusoidal_encoding(-1, 4)
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from attnlib._checks import check_int
+
 Pair = tuple[str, str]
 TieRule = Callable[[int, list[Pair]], Pair]
 END_OF_WORD = "</w>"
@@ -65,12 +67,35 @@ def word_counts(
     With ``separate_end=False`` the end mark is glued to the last letter (``'l o w</w>'``), as
     Hugging Face ``tokenizers`` does with ``end_of_word_suffix``.
     """
-    counts = dict(words) if isinstance(words, Mapping) else {}
+    if isinstance(words, str) or not isinstance(words, Iterable):
+        raise TypeError(
+            f"words must be a list of words (one word goes in a list too) or a mapping "
+            f"word -> count, got {type(words).__name__}"
+        )
+    counts = _checked_counts(words) if isinstance(words, Mapping) else {}
     if not isinstance(words, Mapping):
-        for word in words:
+        for index, word in enumerate(words):
+            _check_word(f"words[{index}]", word)
             counts[word] = counts.get(word, 0) + 1
     glue = " " if separate_end else ""
     return {" ".join(word) + glue + END_OF_WORD: count for word, count in counts.items()}
+
+
+def _check_word(name: str, word: object) -> None:
+    """Require one word as a str without whitespace: 'low', not 'l o w' nor 'new york'."""
+    if not isinstance(word, str):
+        raise TypeError(f"{name} must be a str, got {type(word).__name__} {word!r}")
+    if any(char.isspace() for char in word):
+        raise ValueError(f"{name} must be one word without spaces, got {word!r}")
+
+
+def _checked_counts(words: Mapping) -> dict[str, int]:
+    """The mapping as a dict, each key a str and each count an int >= 1."""
+    for word, count in words.items():
+        if not isinstance(word, str):
+            raise TypeError(f"words must have str keys, got {type(word).__name__} {word!r}")
+        check_int(f"the count of {word!r}", count, 1)
+    return dict(words)
 
 
 def pair_counts(words: Mapping[str, int]) -> dict[Pair, int]:
@@ -105,8 +130,24 @@ def _merge_symbols(symbols: list[str], pair: Pair) -> list[str]:
     return out
 
 
+def _check_merges(merges: object) -> list[Pair]:
+    """Require a sequence of pairs (str, str), as learned; return them as tuples."""
+    if isinstance(merges, (str, Mapping)) or not isinstance(merges, Iterable):
+        raise TypeError(f"merges must be a list of (str, str) pairs, got {type(merges).__name__}")
+    merges = list(merges)
+    for index, pair in enumerate(merges):
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or not all(isinstance(symbol, str) for symbol in pair)
+        ):
+            raise ValueError(f"merges[{index}] must be a pair of symbols (str, str), got {pair!r}")
+    return [tuple(pair) for pair in merges]
+
+
 def follow(merges: Sequence[Pair]) -> TieRule:
     """A tie rule that replays recorded choices, checking each is one of the tied pairs."""
+    merges = _check_merges(merges)
 
     def rule(step: int, tied: list[Pair]) -> Pair:
         if step >= len(merges):
@@ -127,7 +168,22 @@ TIE_RULES: dict[str, TieRule] = {
 def learn_bpe(
     words: Mapping[str, int], num_merges: int, tie_break: str | TieRule = "first_seen"
 ) -> list[MergeStep]:
-    """Learn up to ``num_merges`` merges; stops early when no pair is left."""
+    """Learn up to ``num_merges`` merges from words of space-separated symbols, such as
+    ``{'l o w </w>': 5}`` (:func:`word_counts` makes them); stops early when no pair is left."""
+    if not isinstance(words, Mapping):
+        raise TypeError(
+            f"words must be a mapping word -> count such as word_counts() returns, got "
+            f"{type(words).__name__}"
+        )
+    words = _checked_counts(words)
+    if check_int("num_merges", num_merges) > 0 and words and not any(" " in w for w in words):
+        example = next(iter(words))
+        spaced = next(iter(word_counts([example.removesuffix(END_OF_WORD)])))
+        raise ValueError(
+            f"no word has two symbols to merge (the first is {example!r}): the toy BPE takes "
+            f"words as space-separated symbols, such as {spaced!r}; word_counts(words) writes "
+            "them so"
+        )
     if isinstance(tie_break, str):
         if tie_break not in TIE_RULES:
             raise ValueError(f"tie_break must be one of {sorted(TIE_RULES)} or a callable")
@@ -147,6 +203,8 @@ def learn_bpe(
 
 def apply_merges(word: str, merges: Sequence[Pair], separate_end: bool = True) -> list[str]:
     """Segment one new word by applying the learned merges in the order they were learned."""
+    _check_word("word", word)
+    merges = _check_merges(merges)
     symbols = word_counts([word], separate_end).popitem()[0].split()
     rank = {tuple(pair): index for index, pair in enumerate(merges)}
     while len(symbols) > 1:

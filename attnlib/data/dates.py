@@ -12,6 +12,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from attnlib._checks import check_count
+
 FIRST_DAY = dt.date(1950, 1, 1)
 LAST_DAY = dt.date(2049, 12, 31)
 
@@ -95,7 +97,12 @@ FORMATS: dict[str, Callable[[dt.date], str]] = {
 
 def format_date(day: dt.date, fmt: str) -> str:
     """Write ``day`` in the named human format (one of :data:`FORMATS`)."""
-    if fmt not in FORMATS:
+    if not isinstance(day, dt.date):
+        raise TypeError(
+            f"day must be a datetime.date, got {type(day).__name__} {day!r}; for an ISO string "
+            "use datetime.date.fromisoformat(day)"
+        )
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise ValueError(f"unknown date format {fmt!r}; known formats: {', '.join(FORMATS)}")
     return FORMATS[fmt](day)
 
@@ -114,8 +121,7 @@ def generate_pairs(
     n: int, seed: int = 0, formats: Sequence[str] | None = None
 ) -> list[tuple[str, str]]:
     """``n`` (human date, ISO date) pairs, distinct human strings, the same for the same seed."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive number of samples, got {n!r}")
+    n = check_count("n", n)
     chosen = _check_formats(formats)
     span = (LAST_DAY - FIRST_DAY).days
     capacity = (span + 1) * len(chosen)
@@ -146,9 +152,10 @@ def make_splits(
     formats: Sequence[str] | None = None,
 ) -> DateSplits:
     """Disjoint train / validation / test pairs, generated together from one seed."""
-    for name, count in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test)):
-        if not isinstance(count, int) or count < 1:
-            raise ValueError(f"{name} must be a positive number of samples, got {count!r}")
+    n_train, n_valid, n_test = (
+        check_count(name, count)
+        for name, count in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test))
+    )
     pairs = generate_pairs(n_train + n_valid + n_test, seed=seed, formats=formats)
     return DateSplits(
         train=pairs[:n_train],

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from attnlib._checks import check_count, is_int
 from attnlib.data.bpe import END_OF_WORD, Pair
 from attnlib.data.imdb import BR_TAG, IMDB, cache_directory
 
@@ -86,11 +87,28 @@ class SubwordTokenizer:
         """Learn merges from ``texts`` until the vocabulary holds ``vocab_size`` tokens.
 
         A merge needs ``min_frequency`` occurrences; a character enters the alphabet if it
-        occurs in at least ``min_char_texts`` texts (rarer ones become ``[UNK]``).
+        occurs in at least ``min_char_texts`` texts (rarer ones become ``[UNK]``). The
+        vocabulary holds at least the special tokens and each character twice (alone and
+        word-final): a smaller ``vocab_size`` is refused, naming that minimum.
         """
-        texts = list(texts)
+        texts = _checked_texts(texts)
+        check_count("vocab_size", vocab_size)
+        check_count("min_frequency", min_frequency)
+        check_count("min_char_texts", min_char_texts)
         tokenizer = _pipeline(models.BPE(unk_token="[UNK]", end_of_word_suffix=END_OF_WORD))
         alphabet = _alphabet(texts, tokenizer.normalizer, min_char_texts)
+        if not alphabet:
+            raise ValueError(
+                f"no character occurs in at least min_char_texts={min_char_texts} of the "
+                f"{len(texts)} texts: the alphabet would be empty and every character [UNK]"
+            )
+        least = len(SPECIAL_TOKENS) + 2 * len(alphabet)
+        if vocab_size < least:
+            raise ValueError(
+                f"vocab_size={vocab_size} is smaller than the {least} tokens these texts need: "
+                f"{len(SPECIAL_TOKENS)} special tokens and {len(alphabet)} characters, each alone "
+                f"and word-final; ask for at least {least}"
+            )
         # tokenizers breaks ties between equally frequent pairs by token id, and gives the
         # "x</w>" tokens their ids in hash-map order, different in every process: listing them
         # up front as (temporary) special tokens makes every id, and so every merge, repeatable.
@@ -112,7 +130,14 @@ class SubwordTokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike) -> SubwordTokenizer:
         """A tokenizer saved by ``save`` (the ``tokenizers`` JSON format)."""
-        return cls(Tokenizer.from_file(str(path)))
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no tokenizer file at {path}")
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as error:  # tokenizers raises plain Exceptions, without the path
+            raise ValueError(f"cannot read the tokenizer file {path}: {error}") from None
+        return cls(tokenizer)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the tokenizer as ``tokenizers`` JSON, atomically."""
@@ -140,24 +165,47 @@ class SubwordTokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one text, without special tokens."""
+        _check_text("text", text)
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of many texts, encoded in parallel threads."""
-        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        encodings = self.tokenizer.encode_batch_fast(
+            _checked_texts(texts, "encode_batch"), add_special_tokens=False
+        )
         return [encoding.ids for encoding in encodings]
 
     def tokens(self, text: str) -> list[str]:
         """The subword strings of one text."""
+        _check_text("text", text)
         return self.tokenizer.encode(text, add_special_tokens=False).tokens
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``, special tokens left out; punctuation comes back space-separated."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a sequence of token ids, got {type(ids).__name__}")
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)  # tensors and arrays too
+        size = self.vocab_size
+        for position, index in enumerate(ids):
+            if not is_int(index):
+                raise TypeError(f"ids[{position}] must be an int, got {type(index).__name__}")
+            if not 0 <= index < size:
+                raise ValueError(
+                    f"id {index} (ids[{position}]) is outside the vocabulary: ids run from 0 to "
+                    f"{size - 1} (vocab_size {size})"
+                )
+        return self.tokenizer.decode([int(index) for index in ids], skip_special_tokens=True)
 
     def id_to_token(self, index: int) -> str:
-        """The token string of one id."""
-        return self.tokenizer.id_to_token(index)
+        """The token string of one id, 0 <= index < vocab_size."""
+        if not is_int(index):
+            raise TypeError(f"index must be an int, got {type(index).__name__} {index!r}")
+        if not 0 <= index < self.vocab_size:
+            raise ValueError(
+                f"index {index} is outside the vocabulary: ids run from 0 to "
+                f"{self.vocab_size - 1} (vocab_size {self.vocab_size})"
+            )
+        return self.tokenizer.id_to_token(int(index))
 
     def token_to_id(self, token: str) -> int | None:
         """The id of one token string, or None."""
@@ -165,6 +213,29 @@ class SubwordTokenizer:
 
     def __repr__(self) -> str:
         return f"SubwordTokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)})"
+
+
+def _check_text(name: str, text: object) -> None:
+    """Require one text as a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+
+
+def _checked_texts(texts: object, caller: str = "train") -> list[str]:
+    """Texts as a list of str; one str is refused (it would be read character by character)."""
+    if isinstance(texts, str):
+        raise TypeError(
+            f"{caller} takes a list of texts, got one str (it would be read character by "
+            "character): wrap it as [text]"
+        )
+    if not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be an iterable of str, got {type(texts).__name__}")
+    texts = list(texts)
+    if not texts and caller == "train":
+        raise ValueError("train needs at least one text, got none")
+    for index, text in enumerate(texts):
+        _check_text(f"texts[{index}]", text)
+    return texts
 
 
 def imdb_tokenizer(

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlib._checks import check_count
+
 PAD, SOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, SOS, EOS, UNK)
 
@@ -88,6 +90,20 @@ class Batch:
         return len(self.sources)
 
 
+def _check_pair(index: int, pair: object) -> None:
+    """Require a (source, target) pair of strings with a non-empty source."""
+    if (
+        not isinstance(pair, (tuple, list))
+        or len(pair) != 2
+        or not all(isinstance(text, str) for text in pair)
+    ):
+        raise TypeError(f"pair {index} must be (source, target), two strings, got {pair!r}")
+    if not pair[0]:
+        raise ValueError(
+            f"pair {index} has an empty source {pair!r}: the encoder needs at least one symbol"
+        )
+
+
 def make_batches(
     pairs: Sequence[tuple[str, str]],
     source_vocab: CharVocab,
@@ -96,15 +112,15 @@ def make_batches(
     shuffle: bool = False,
     seed: int = 0,
 ) -> list[Batch]:
-    """Cut (source, target) pairs into padded batches, optionally shuffled with ``seed``."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-        raise TypeError(
-            f"batch_size must be an int, got {type(batch_size).__name__} {batch_size!r}"
-        )
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    """Cut (source, target) pairs into padded batches, optionally shuffled with ``seed``.
+
+    Each pair is two strings, the source not empty (the encoder needs at least one symbol).
+    """
+    batch_size = check_count("batch_size", batch_size)
     if not pairs:
         raise ValueError("make_batches needs at least one pair")
+    for index, pair in enumerate(pairs):
+        _check_pair(index, pair)
     order = list(range(len(pairs)))
     if shuffle:
         random.Random(seed).shuffle(order)
