@@ -21,6 +21,15 @@ def describe_mode() -> str:
     return "quick mode (ATTNLIB_QUICK=1)" if quick_mode() else "default configuration"
 
 
+def cpu_kernels() -> str:
+    """The set of CPU kernels torch dispatches to here (``AVX2``, ``AVX512``, ``DEFAULT``, ...).
+
+    Trained numbers differ in their last digits from one set to another: CI pins one with
+    ``ATEN_CPU_CAPABILITY=avx2`` so that stored outputs reproduce (see the README).
+    """
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def seed_everything(seed: int, threads: int | None = None) -> None:
     """Seed Python, NumPy and torch; optionally fix torch's CPU threads for reproducibility."""
     if not isinstance(seed, int) or seed < 0:
@@ -37,7 +46,7 @@ def setup_notebook(
 ) -> str:
     """Set up a chapter: seed everything, fix torch's CPU threads, set NumPy's and torch's print
     options (up to ``precision`` decimals, no scientific notation); return the line naming
-    the mode.
+    the mode and the CPU kernel set in use.
 
     One thread and one seed make CPU training reproducible, and short printed floats keep the
     stored outputs stable, so that every chapter starts the same way.
@@ -53,7 +62,10 @@ def setup_notebook(
     torch.set_printoptions(precision=precision, sci_mode=False, linewidth=linewidth)
     threads_used = torch.get_num_threads()
     plural = "" if threads_used == 1 else "s"
-    return f"attnlib {__version__}, {describe_mode()}, seed {seed}, {threads_used} thread{plural}"
+    return (
+        f"attnlib {__version__}, {describe_mode()}, seed {seed}, {threads_used} thread{plural}, "
+        f"CPU kernels {cpu_kernels()}"
+    )
 
 
 def choose_device(prefer: str | None = None) -> torch.device:

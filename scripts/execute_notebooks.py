@@ -43,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Stored outputs show the default configuration, never quick mode.
     os.environ.pop("ATTNLIB_QUICK", None)
+    # Stored outputs reproduce only with CI's pinned CPU kernels: `make outputs` sets them.
+    if os.environ.get("ATEN_CPU_CAPABILITY", "").lower() != "avx2":
+        print(
+            "warning: ATEN_CPU_CAPABILITY is not avx2, so strict nbval may not reproduce these "
+            "outputs on CI; run `make outputs`, which pins the kernels",
+            file=sys.stderr,
+        )
     for path in args.notebooks:
         if not path.is_file():
             parser.error(f"no notebook at {path}")

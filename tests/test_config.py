@@ -1,5 +1,9 @@
 """Run-wide settings: quick mode from the environment, seeding, device choice."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -78,7 +82,8 @@ def test_setup_notebook_seeds_fixes_threads_and_print_options(monkeypatch, resto
     monkeypatch.delenv(QUICK_ENV, raising=False)
     line = setup_notebook(seed=3, threads=1, precision=2)
     first = torch.rand(1).item()
-    assert line.endswith("default configuration, seed 3, 1 thread")
+    kernels = torch.backends.cpu.get_cpu_capability()
+    assert line.endswith(f"default configuration, seed 3, 1 thread, CPU kernels {kernels}")
     assert torch.get_num_threads() == 1
     assert np.array2string(np.array([1 / 3, 1e-9, 0.5])) == "[0.33 0.00 0.50]"
     assert np.array2string(np.array([2.0, -1.0])) == "[ 2. -1.]"
@@ -90,3 +95,13 @@ def test_setup_notebook_seeds_fixes_threads_and_print_options(monkeypatch, resto
 def test_setup_notebook_names_quick_mode(monkeypatch, restore_print_options):
     monkeypatch.setenv(QUICK_ENV, "1")
     assert "quick mode (ATTNLIB_QUICK=1)" in setup_notebook(threads=1)
+
+
+def test_cpu_kernels_names_the_pinned_set_in_a_fresh_process():
+    # ATEN_CPU_CAPABILITY is read once, when torch loads: only a new process sees a change.
+    command = "from attnlib.config import cpu_kernels; print(cpu_kernels())"
+    environment = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    result = subprocess.run(
+        [sys.executable, "-c", command], env=environment, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "DEFAULT"

@@ -1,8 +1,9 @@
-"""The copy task of chapter 03: seeded data, lengths, scores, plateaus and clear errors."""
+"""The copy task of chapter 03: seeded data, lengths, scores, early stopping and clear errors."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -10,12 +11,12 @@ from attnlib import seed_everything
 from attnlib.tasks.copy import (
     DIGITS,
     CopyTaskConfig,
+    best_epoch,
     copy_pairs,
     evaluate,
     make_copy_splits,
     mean_and_sd,
     new_model,
-    plateaued,
     prepare,
     random_strings,
     scores_by_length,
@@ -93,12 +94,6 @@ def test_mean_and_sd_of_runs():
     assert mean_and_sd([0.4]) == (0.4, 0.0)
 
 
-def test_plateaued_looks_at_the_last_window_only():
-    rising = [0.1, 0.2, 0.3, 0.4, 0.5]
-    assert not plateaued(rising, window=3, tolerance=0.02)
-    assert plateaued([*rising, 0.60, 0.61, 0.60], window=3, tolerance=0.02)
-
-
 def test_a_tiny_model_trains_and_is_scored_on_the_test_split():
     seed_everything(0)
     task = prepare(TINY)
@@ -108,6 +103,18 @@ def test_a_tiny_model_trains_and_is_scored_on_the_test_split():
     predictions, scores = evaluate(trained.model, task.test_batches, task)
     assert len(predictions) == 12 and 0.0 <= scores["token"] <= 1.0
     assert new_model("none", task).decoder.uses_attention is False
+
+
+def test_training_stops_on_a_plateau_and_keeps_the_best_validation_weights():
+    seed_everything(0)
+    # min_delta 0.99: after the first epoch no gain can count, so patience 2 stops at epoch 3.
+    task = prepare(replace(TINY, epochs=10, patience=2, min_delta=0.99))
+    trained = train("none", task, progress=False)
+    curve = trained.history.metrics["valid_exact"]
+    assert trained.history.epochs == 3
+    _, scores = evaluate(trained.model, task.valid_batches, task)
+    assert scores["exact"] == max(curve)
+    assert best_epoch(trained.history) == 1 + curve.index(max(curve))
 
 
 def test_quick_mode_shrinks_the_configuration(monkeypatch):
@@ -140,7 +147,13 @@ def test_quick_mode_shrinks_the_configuration(monkeypatch):
         (lambda: token_accuracy(["1"], ["1", "2"]), ValueError, "1 predictions for 2 targets"),
         (lambda: scores_by_length([], []), ValueError, "at least one target"),
         (lambda: mean_and_sd([]), ValueError, "at least one value"),
-        (lambda: plateaued([0.1, 0.2], window=3), ValueError, "at least window=3 values, got 2"),
+        (
+            lambda: CopyTaskConfig(patience=0),
+            ValueError,
+            "CopyTaskConfig.patience must be positive",
+        ),
+        (lambda: CopyTaskConfig(min_delta=1), ValueError, r"min_delta must be in \[0, 1\), got 1"),
+        (lambda: CopyTaskConfig(min_delta="0"), TypeError, "min_delta must be a number"),
     ],
 )
 def test_bad_input_fails_with_a_message_naming_the_fault(call, error, message):

@@ -24,7 +24,7 @@ from attnlib.config import quick_mode, seed_everything
 from attnlib.data.text import Batch, CharVocab, make_batches
 from attnlib.seq2seq import Seq2Seq, count_parameters
 from attnlib.tasks.dates import Seq2SeqTask, TrainedModel, new_model, predict
-from attnlib.training import History, fit
+from attnlib.training import History, Patience, fit
 
 DIGITS = "0123456789"
 
@@ -60,7 +60,9 @@ class CopyTaskConfig:
 
     The training split is fixed (``n_train`` strings, reshuffled each epoch), as in the date
     task; the test split holds ``n_test_per_length`` strings of every length, so that each
-    length is scored on as many strings as every other.
+    length is scored on as many strings as every other. Training stops early, on a plateau:
+    once validation exact match has gained no more than ``min_delta`` for ``patience`` epochs
+    (at most ``epochs``); the weights of its best validation epoch are kept.
     """
 
     min_length: int = 1
@@ -71,7 +73,9 @@ class CopyTaskConfig:
     n_valid: int = 500
     n_test_per_length: int = 50
     seed: int = 0
-    epochs: int = 30
+    epochs: int = 80
+    patience: int = 8
+    min_delta: float = 0.01
     batch_size: int = 256
     lr: float = 1e-2
     embedding_dim: int = 16
@@ -79,7 +83,7 @@ class CopyTaskConfig:
     attention_size: int = 32
 
     def __post_init__(self) -> None:
-        counts = ("n_train", "n_valid", "n_test_per_length", "epochs", "batch_size")
+        counts = ("n_train", "n_valid", "n_test_per_length", "epochs", "patience", "batch_size")
         sizes = ("embedding_dim", "hidden_size", "attention_size")
         for name in counts + sizes:
             check_count(f"CopyTaskConfig.{name}", getattr(self, name))
@@ -87,6 +91,10 @@ class CopyTaskConfig:
         _check_alphabet(self.alphabet)
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or self.lr <= 0:
             raise ValueError(f"CopyTaskConfig.lr must be a positive number, got {self.lr!r}")
+        if isinstance(self.min_delta, bool) or not isinstance(self.min_delta, (int, float)):
+            raise TypeError(f"CopyTaskConfig.min_delta must be a number, got {self.min_delta!r}")
+        if not 0 <= self.min_delta < 1:
+            raise ValueError(f"CopyTaskConfig.min_delta must be in [0, 1), got {self.min_delta}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"CopyTaskConfig.seed must be a non-negative int, got {self.seed!r}")
 
@@ -214,26 +222,59 @@ def evaluate(
 def train(
     kind: str, task: CopyTask, progress: bool = True, model: nn.Module | None = None
 ) -> TrainedModel:
-    """Train a model of the named kind for the configured epochs, scoring the validation split
-    greedily after each one (metrics ``valid_exact`` and ``valid_token``)."""
+    """Train a model of the named kind until its validation exact match reaches a plateau
+    (:class:`~attnlib.training.Patience`, at most the configured epochs), scoring the validation
+    split greedily after each epoch (metrics ``valid_exact`` and ``valid_token``); the model
+    returned holds the weights of its best validation epoch."""
+    best = _BestWeights()
 
     def score(trained: nn.Module) -> dict[str, float]:
         _, scores = evaluate(trained, task.valid_batches, task)
+        best.offer(trained, scores["exact"])
         return {f"valid_{name}": value for name, value in scores.items()}
 
+    config = task.config
     model = model or new_model(kind, task)
     start = time.perf_counter()
     history = fit(
         model,
         task.train_batches,
         task.loss,
-        epochs=task.config.epochs,
-        lr=task.config.lr,
+        epochs=config.epochs,
+        lr=config.lr,
         evaluate=score,
+        stop_when=Patience("valid_exact", config.patience, config.min_delta),
         device="cpu",
         progress=progress,
     )
+    best.restore(model)
     return TrainedModel(kind, model, history, count_parameters(model), time.perf_counter() - start)
+
+
+class _BestWeights:
+    """The weights of the best-scoring evaluation so far (the first one, on ties)."""
+
+    def __init__(self) -> None:
+        self.score, self.state = -math.inf, None
+
+    def offer(self, model: nn.Module, score: float) -> None:
+        """Keep a copy of ``model``'s weights if ``score`` beats every earlier one."""
+        if score > self.score:
+            self.score = score
+            self.state = {
+                name: value.detach().clone() for name, value in model.state_dict().items()
+            }
+
+    def restore(self, model: nn.Module) -> None:
+        """Load the kept weights into ``model``."""
+        if self.state is not None:
+            model.load_state_dict(self.state)
+
+
+def best_epoch(history: History) -> int:
+    """The epoch (from 1) whose weights :func:`train` kept: the first best validation score."""
+    curve = history.metrics["valid_exact"]
+    return 1 + curve.index(max(curve))
 
 
 @dataclass
@@ -298,16 +339,6 @@ def mean_and_sd(values: Sequence[float]) -> tuple[float, float]:
         raise ValueError("mean_and_sd needs at least one value")
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return statistics.fmean(values), sd
-
-
-def plateaued(values: Sequence[float], window: int = 5, tolerance: float = 0.02) -> bool:
-    """Whether the last ``window`` values stay within ``tolerance`` of their mean."""
-    check_count("window", window)
-    if len(values) < window:
-        raise ValueError(f"plateaued needs at least window={window} values, got {len(values)}")
-    last = values[-window:]
-    mean = statistics.fmean(last)
-    return all(abs(value - mean) <= tolerance for value in last)
 
 
 def _check_lengths(min_length: int, max_length: int) -> None:
