@@ -62,7 +62,7 @@ node_modules/.installed: package.json package-lock.json
 lint: $(STAMP) node_modules/.installed
 	$(BIN)/ruff check attnlib tests benchmarks scripts notebooks/conftest.py
 	$(BIN)/ruff format --check attnlib tests benchmarks scripts notebooks/conftest.py
-	node_modules/.bin/eslint attnlib/live
+	node_modules/.bin/eslint attnlib/live book_static
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/browser -q

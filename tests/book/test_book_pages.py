@@ -6,6 +6,7 @@ the pipeline, not a reason to pass.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
@@ -233,3 +234,77 @@ def test_nbval_markers_are_hidden_from_readers():
         assert "NBVAL_" not in html, f"{page}.html shows an nbval marker"
     source = (ROOT / "notebooks" / "04_bahdanau_attention.ipynb").read_text(encoding="utf-8")
     assert "# NBVAL_IGNORE_OUTPUT" in source  # the notebooks keep them
+
+
+# --- what a reader sees: text, style, outputs ---------------------------------------------------
+
+# Raw TeX in prose: a dollar sign, a control word (\frac, \mathbb, \alpha) or a delimiter. Sphinx
+# writes well-formed math as <span class="math">\(...\)</span> or <div class="math">\[...\]</div>;
+# a `$$` block inside a list item's paragraph comes out as a bare "$" and loose TeX instead.
+RAW_TEX = re.compile(r"\$|\\[A-Za-z]+|\\[()\[\]{}]")
+NOT_PROSE_TAGS = {"pre", "code", "script", "style", "textarea", "kbd", "samp"}
+NOT_PROSE_CLASSES = {"math", "highlight", "cell_output"}
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+             "track", "wbr"}  # fmt: skip
+BOOK_CSS = "_static/attnbook.css"
+BOOK_JS = "_static/attnbook.js"
+# Two stdout outputs in a row: book.yml's nb_merge_streams should have joined them.
+SPLIT_STREAM = re.compile(r'</pre></div>\s*</div>\s*<div class="output stream\b')
+
+
+class ProseText(HTMLParser):
+    """The article's prose: text outside code, math, cell outputs and scripts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, bool, bool]] = []  # (tag, not prose, in the article)
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in VOID_TAGS:
+            return
+        classes = set((dict(attrs).get("class") or "").split())
+        skip = tag in NOT_PROSE_TAGS or bool(classes & NOT_PROSE_CLASSES)
+        article = tag == "article" and "bd-article" in classes
+        self.stack.append((tag, skip, article))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.stack and self.stack.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        in_article = any(article for _, _, article in self.stack)
+        if in_article and not any(skip for _, skip, _ in self.stack) and data.strip():
+            self.texts.append(data)
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_prose_holds_no_raw_tex(docname: str) -> None:
+    prose = ProseText()
+    prose.feed(page_of(docname).read_text(encoding="utf-8"))
+    prose.close()
+    raw = [" ".join(text.split())[:100] for text in prose.texts if RAW_TEX.search(text)]
+    assert raw == [], (
+        f"{docname} shows raw TeX (is a $$ block inside a paragraph? give it blank lines "
+        "around it, indented like the list item's text):\n" + "\n".join(raw)
+    )
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_loads_the_book_style_and_script(docname: str) -> None:
+    page = page_of(docname)
+    refs = parse(page)
+    styles = [resolve(page, href) for rel, href in refs.links if "stylesheet" in rel]
+    scripts = [resolve(page, src) for src in refs.scripts]
+    assert (HTML / BOOK_CSS).resolve() in styles, f"{docname} does not load {BOOK_CSS}"
+    assert (HTML / BOOK_JS).resolve() in scripts, f"{docname} does not load {BOOK_JS}"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_stream_outputs_are_merged(docname: str) -> None:
+    html = page_of(docname).read_text(encoding="utf-8")
+    splits = len(SPLIT_STREAM.findall(html))
+    assert splits == 0, (
+        f"{docname}: {splits} printed output(s) split into several boxes (nb_merge_streams in "
+        "book.yml joins them)"
+    )

@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 DOCNAMES = toc_docnames()
-# What raw, untypeset TeX looks like in a page's text.
-RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\begin{")
+# What raw, untypeset TeX looks like in a page's text: a dollar sign (a `$$` block that MyST did
+# not take for display math, inside a list item's paragraph, say), a control word (\frac,
+# \mathbb, \alpha, \begin, ...) or a delimiter (\( \) \[ \] \{ \}).
+RAW_TEX = r"\$|\\[A-Za-z]+|\\[()\[\]{}]"
 # Code, program output and MathJax's own markup may hold these characters legitimately.
 NOT_PROSE = "pre, code, script, style, textarea, mjx-container, .highlight"
 
@@ -46,7 +48,8 @@ def image_problems(page: Page) -> list[str]:
 
 
 def math_problems(page: Page, docname: str) -> list[str]:
-    """Every formula typeset by MathJax; no raw TeX left in the article's prose."""
+    """Every formula typeset by MathJax; no raw TeX left in the article's prose (folded cells
+    included: their text is in the page, hidden)."""
     problems = []
     if source_has_math(docname):
         wait_for_mathjax(page)
@@ -71,6 +74,7 @@ def math_problems(page: Page, docname: str) -> list[str]:
         """([notProse, rawTex]) => {
           const article = document.querySelector("article.bd-article");
           if (!article) return ["(no article.bd-article in the page)"];
+          const tex = new RegExp(rawTex);
           const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {
             acceptNode: (node) => node.parentElement.closest(notProse)
               ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
@@ -78,11 +82,11 @@ def math_problems(page: Page, docname: str) -> list[str]:
           const found = [];
           for (let node = walker.nextNode(); node; node = walker.nextNode()) {
             const text = node.nodeValue;
-            if (rawTex.some((tex) => text.includes(tex))) found.push(text.trim().slice(0, 120));
+            if (tex.test(text)) found.push(text.trim().slice(0, 120));
           }
           return found;
         }""",
-        [NOT_PROSE, list(RAW_TEX)],
+        [NOT_PROSE, RAW_TEX],
     )
     return problems + [f"raw TeX in the text: {text!r}" for text in raw]
 
