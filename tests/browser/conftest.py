@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,10 +164,10 @@ class WatchedPage:
         return f"<WatchedPage {self.page.url} {self.watch!r}>"
 
 
-@pytest.fixture
-def watched_page(browser: Browser) -> Iterator[WatchedPage]:
-    """A fresh context and page on the shared browser, with everything recorded."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+@contextmanager
+def open_watched(browser: Browser, **context_options: Any) -> Iterator[WatchedPage]:
+    """A fresh context (``browser.new_context(**context_options)``) and page, all recorded."""
+    context = browser.new_context(**context_options)
     context.set_default_timeout(15_000)
     page = context.new_page()
     seen = watch(context, page)
@@ -174,6 +175,13 @@ def watched_page(browser: Browser) -> Iterator[WatchedPage]:
         yield WatchedPage(page, seen)
     finally:
         context.close()
+
+
+@pytest.fixture
+def watched_page(browser: Browser) -> Iterator[WatchedPage]:
+    """A fresh context and page on the shared browser, with everything recorded."""
+    with open_watched(browser, viewport={"width": 1280, "height": 900}) as watched:
+        yield watched
 
 
 # --- the built book, served over HTTP -----------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .conftest import HTML, ROOT, SCREENSHOTS, WatchedPage, watch
+from .conftest import HTML, ROOT, SCREENSHOTS, WatchedPage, open_watched
 from .helpers import toc_docnames, wait_for_mathjax, wait_for_widgets
 
 if TYPE_CHECKING:
@@ -146,14 +146,8 @@ def take_screenshots(page: Page, docname: str, shots: list[tuple[str, str, str, 
 @pytest.fixture
 def phone_page(browser: Browser) -> Iterator[WatchedPage]:
     """Like ``watched_page``, at a phone's size (375 x 812 CSS pixels, touch)."""
-    context = browser.new_context(viewport=PHONE, device_scale_factor=1, is_mobile=True)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    seen = watch(context, page)
-    try:
-        yield WatchedPage(page, seen)
-    finally:
-        context.close()
+    with open_watched(browser, viewport=PHONE, device_scale_factor=1, is_mobile=True) as watched:
+        yield watched
 
 
 # --- measurements, in the page ------------------------------------------------------------------
