@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from attnlib._checks import check_count
+from attnlib._checks import check_count, check_number
 from attnlib.checkpoints import load_checkpoint as load_checkpoint  # re-exported, as before
 from attnlib.checkpoints import save_checkpoint
 from attnlib.config import choose_device
@@ -94,9 +94,7 @@ class Patience:
 
     def __init__(self, metric: str, patience: int, min_delta: float = 0.0):
         check_count("patience", patience)
-        if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)):
-            raise TypeError(f"min_delta must be a number, got {min_delta!r}")
-        if not math.isfinite(min_delta) or min_delta < 0:
+        if check_number("min_delta", min_delta) < 0:  # check_number refuses NaN and inf
             raise ValueError(f"min_delta must be a finite number >= 0, got {min_delta}")
         self.metric, self.patience, self.min_delta = metric, patience, float(min_delta)
         self.best, self.best_epoch, self.epochs_seen = -math.inf, 0, 0

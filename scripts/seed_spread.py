@@ -23,16 +23,20 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-# The same sets as the Makefile's PINNED_KERNELS and OTHER_KERNELS.
-KERNEL_SETS = {
-    "pinned": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "other": {
-        "ATEN_CPU_CAPABILITY": "default",
-        "MKL_CBWR": "COMPATIBLE",
-        "ONEDNN_MAX_CPU_ISA": "SSE41",
-    },
-    "own": {},
-}
+MAKEFILE = Path(__file__).resolve().parents[1] / "Makefile"
+
+
+def kernel_sets() -> dict[str, dict[str, str]]:
+    """The Makefile's PINNED_KERNELS and OTHER_KERNELS (their one place), and "own": none."""
+    found = re.findall(r"^(PINNED|OTHER)_KERNELS := (.+)$", MAKEFILE.read_text(), re.MULTILINE)
+    sets = {
+        name.lower(): dict(item.split("=", 1) for item in value.split()) for name, value in found
+    }
+    if set(sets) != {"pinned", "other"}:
+        raise SystemExit(f"{MAKEFILE} must define PINNED_KERNELS and OTHER_KERNELS")
+    return {**sets, "own": {}}
+
+
 SEEDS_LINE = re.compile(r"^SEEDS = .*$", re.MULTILINE)
 
 
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--seeds", type=parse_seeds, required=True, help="e.g. 0-7 or 0,3,5")
-    parser.add_argument("--kernels", choices=sorted(KERNEL_SETS), default="own")
+    parser.add_argument("--kernels", choices=("other", "own", "pinned"), default="own")
     parser.add_argument("--out", type=Path, required=True, help="where the executed copy goes")
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
@@ -71,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     notebook = nbformat.read(args.notebook, as_version=4)
     with_seeds(notebook, args.seeds)
     os.environ.pop("ATTNLIB_QUICK", None)
-    os.environ.update(KERNEL_SETS[args.kernels])  # the kernel process inherits them
+    os.environ.update(kernel_sets()[args.kernels])  # the kernel process inherits them
     client = NotebookClient(
         notebook,
         timeout=3600,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from torch import nn
 
-from attnlib._checks import check_count
+from attnlib._checks import check_count, check_number
 from attnlib.config import quick_mode, seed_everything
 from attnlib.data.text import Batch, CharVocab, make_batches
 from attnlib.seq2seq import Seq2Seq, count_parameters
@@ -91,9 +91,7 @@ class CopyTaskConfig:
         _check_alphabet(self.alphabet)
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or self.lr <= 0:
             raise ValueError(f"CopyTaskConfig.lr must be a positive number, got {self.lr!r}")
-        if isinstance(self.min_delta, bool) or not isinstance(self.min_delta, (int, float)):
-            raise TypeError(f"CopyTaskConfig.min_delta must be a number, got {self.min_delta!r}")
-        if not 0 <= self.min_delta < 1:
+        if not 0 <= check_number("CopyTaskConfig.min_delta", self.min_delta) < 1:
             raise ValueError(f"CopyTaskConfig.min_delta must be in [0, 1), got {self.min_delta}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"CopyTaskConfig.seed must be a non-negative int, got {self.seed!r}")
