@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from attnlib.data.imdb import IMDB, Reviews
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import SequenceClassifier
 from attnlib.tasks import imdb as task
-from attnlib.tasks.imdb_train import load_trained, save_trained
+from attnlib.tasks.imdb_train import load_trained, prepare, save_trained
 
 CORPUS = [
     "a great film with a great cast",
@@ -151,3 +152,26 @@ def test_load_trained_names_the_missing_files(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="lacks model.safetensors, tokenizer.json"):
         load_trained(tmp_path)
+
+
+def test_prepare_never_pretrains_on_a_test_review(tokenizer):
+    def reviews(texts: list[str], label: int) -> Reviews:
+        n = len(texts)
+        return Reviews(
+            texts, np.full(n, label, np.int8), np.zeros(n, np.int8), [*map(str, range(n))]
+        )
+
+    leaked = "a terrible film, a waste of time"
+    train = [text for text in CORPUS if text != leaked][:8]
+    data = IMDB(
+        train=reviews(train, 1),
+        test=reviews([leaked, "i loved it"], 0),
+        unlabelled=reviews([leaked, "the plot was thin", leaked, "a great cast"], -1),
+        digest="0" * 64,
+    )
+    assert data.unlabelled_outside_test() == [1, 3]
+    prepared = prepare(data, tokenizer, small_config(n_valid=2, seed=0))
+    pretrained = prepared.pretrain + prepared.pretrain_valid
+    assert len(pretrained) == 6 + 2  # the training reviews left after validation, 2 unlabelled
+    (leaked_ids,) = task.encode_reviews(tokenizer, [leaked], 32, 8)
+    assert not any(np.array_equal(ids, leaked_ids) for ids in pretrained)

@@ -84,6 +84,16 @@ class IMDB:
     unlabelled: Reviews
     digest: str  # sha256 of the content, the key of the caches built from it
 
+    def unlabelled_outside_test(self) -> list[int]:
+        """Indices of the unlabelled reviews whose text is not also a test review, in order.
+
+        The data set itself repeats some texts across its splits (270 of the 50,000 unlabelled
+        reviews are test reviews, word for word): anything trained on the unlabelled reviews
+        reads these indices, so that no test review is seen before it is scored.
+        """
+        test = set(self.test.texts)
+        return [i for i, text in enumerate(self.unlabelled.texts) if text not in test]
+
 
 def clean_review(text: str) -> str:
     """The review with its HTML line breaks (``<br />``) replaced by spaces."""

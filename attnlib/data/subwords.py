@@ -32,7 +32,7 @@ from attnlib.data.bpe import END_OF_WORD, Pair
 from attnlib.data.imdb import BR_TAG, IMDB, cache_directory
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-PIPELINE_VERSION = 1  # part of the cache key: bump it when the pipeline changes
+PIPELINE_VERSION = 2  # part of the cache key: bump it when the pipeline changes (2: no test text)
 
 
 def _alphabet(texts: list[str], normalizer: normalizers.Normalizer, min_texts: int) -> list[str]:
@@ -241,7 +241,11 @@ def _checked_texts(texts: object, caller: str = "train") -> list[str]:
 def imdb_tokenizer(
     data: IMDB, vocab_size: int = 8192, cache_dir: str | os.PathLike | None = None
 ) -> SubwordTokenizer:
-    """The IMDB tokenizer, trained on train + unlabelled reviews only, cached beside the data."""
+    """The IMDB tokenizer, trained on train + unlabelled reviews only, cached beside the data.
+
+    Unlabelled reviews that repeat a test review word for word are left out
+    (:meth:`IMDB.unlabelled_outside_test`), so the vocabulary owes nothing to the test split.
+    """
     name = f"imdb-bpe{PIPELINE_VERSION}-{vocab_size}-{data.digest[:16]}.json"
     path = cache_directory(cache_dir) / name
     if path.exists():
@@ -252,7 +256,7 @@ def imdb_tokenizer(
                 f"ignoring the tokenizer cache {path} and retraining: {error}", stacklevel=2
             )
     # Never the test reviews: the test split must stay unseen, its vocabulary included.
-    texts = data.train.texts + data.unlabelled.texts
+    texts = data.train.texts + [data.unlabelled.texts[i] for i in data.unlabelled_outside_test()]
     tokenizer = SubwordTokenizer.train(texts, vocab_size=vocab_size, min_char_texts=MIN_CHAR_TEXTS)
     tokenizer.save(path)
     return tokenizer

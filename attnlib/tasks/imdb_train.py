@@ -65,8 +65,9 @@ class ImdbData:
 def prepare(data: IMDB, tokenizer: SubwordTokenizer, config: ImdbConfig) -> ImdbData:
     """Encode the reviews; hold out ``n_valid`` training reviews for validation (seeded).
 
-    Pretraining reads the unlabelled and the training reviews, never the test reviews; 1% of
-    them are held out to measure how well the masked words are restored.
+    Pretraining reads the unlabelled and the training reviews, never the test reviews (nor
+    the unlabelled reviews that repeat one word for word); 1% of them are held out to measure
+    how well the masked words are restored.
     """
     if tokenizer.vocab_size != config.vocab_size:
         raise ValueError(
@@ -78,7 +79,7 @@ def prepare(data: IMDB, tokenizer: SubwordTokenizer, config: ImdbConfig) -> Imdb
     rng.shuffle(train_order)
     test_order = list(range(len(data.test.texts)))
     rng.shuffle(test_order)
-    unlabelled_order = list(range(len(data.unlabelled.texts)))
+    unlabelled_order = data.unlabelled_outside_test()
     if config.subset is not None:
         train_order = train_order[: config.subset + config.n_valid]
         test_order = sorted(test_order[: config.subset])
@@ -223,7 +224,7 @@ def finetune(
     config = data.config
     classifier.to(device)
     train_batches = length_buckets(data.train, data.train_labels, config.finetune_batch, device)
-    valid_batches = length_buckets(data.valid, data.valid_labels, 128, device)
+    valid_batches = length_buckets(data.valid, data.valid_labels, eval_batch_size(device), device)
     test_batches = evaluation_batches(data, device) if test_every_epoch else []
     steps = config.finetune_epochs * len(train_batches)
     eval_seconds = 0.0
@@ -254,9 +255,14 @@ def finetune(
     return PhaseResult(history, history.steps, tokens, seconds, eval_seconds, str(device))
 
 
+def eval_batch_size(device: torch.device | str) -> int:
+    """Reviews per evaluation batch: 128 on a GPU, 32 on a CPU (a laptop's memory)."""
+    return 128 if torch.device(device).type == "cuda" else 32
+
+
 def evaluation_batches(data: ImdbData, device: torch.device | str = "cpu") -> list[LabelledBatch]:
-    """The test reviews in length buckets of 128 (evaluation order = sorted by length)."""
-    return length_buckets(data.test, data.test_labels, 128, device)
+    """The test reviews in length buckets (evaluation order = sorted by length)."""
+    return length_buckets(data.test, data.test_labels, eval_batch_size(device), device)
 
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "results.json")
