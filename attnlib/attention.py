@@ -26,6 +26,9 @@ from attnlib._checks import (
 from attnlib.masks import masked_softmax_unchecked, prepare_attention_mask
 from attnlib.scores import Score, ScoreFunction, resolve_score, scaled_dot_product
 
+# enable_gqa arrived in torch 2.5; before it, the fused path repeats key/value heads itself.
+SDPA_HAS_GQA = torch.__version__ >= (2, 5)
+
 
 def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> tuple:
     """Scan each tensor once; return the weights' shape (..., n_queries, n_keys)."""
@@ -106,9 +109,18 @@ class MultiHeadAttention(nn.Module):
     ``forward`` returns ``(output, weights)``: output ``(batch, n_queries, d_model)`` and
     per-head weights ``(batch, heads, n_queries, n_keys)``, or ``None`` on the fused path,
     which calls ``torch.nn.functional.scaled_dot_product_attention`` and never forms them.
+    ``num_kv_heads`` < ``num_heads`` is grouped-query attention (1: multi-query): each group of
+    ``num_heads // num_kv_heads`` query heads shares one key/value head.
     """
 
-    def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        bias: bool = True,
+        dropout: float = 0.0,
+        num_kv_heads: int | None = None,
+    ):
         super().__init__()
         d_model, num_heads = check_count("d_model", d_model), check_count("num_heads", num_heads)
         check_flag("bias", bias)
@@ -118,12 +130,16 @@ class MultiHeadAttention(nn.Module):
                 f"num_heads={num_heads} does not divide d_model={d_model}: each head needs "
                 f"d_model / num_heads features"
             )
-        self.d_model, self.num_heads = d_model, num_heads
+        kv_heads = check_count("num_kv_heads", num_heads if num_kv_heads is None else num_kv_heads)
+        if num_heads % kv_heads != 0:
+            raise ValueError(f"num_kv_heads={kv_heads} does not divide num_heads={num_heads}")
+        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, kv_heads
         self.head_dim = d_model // num_heads
         self.dropout_p = dropout
+        kv_features = kv_heads * self.head_dim  # d_model unless heads are grouped
         self.query_projection = nn.Linear(d_model, d_model, bias=bias)
-        self.key_projection = nn.Linear(d_model, d_model, bias=bias)
-        self.value_projection = nn.Linear(d_model, d_model, bias=bias)
+        self.key_projection = nn.Linear(d_model, kv_features, bias=bias)
+        self.value_projection = nn.Linear(d_model, kv_features, bias=bias)
         self.output_projection = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         for projection in (self.query_projection, self.key_projection, self.value_projection):
@@ -133,6 +149,16 @@ class MultiHeadAttention(nn.Module):
         """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
         batch, seq, _ = x.shape
         return x.view(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def split_kv_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, kv_heads * head_dim) -> (batch, kv_heads, seq, head_dim)."""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.num_kv_heads, self.head_dim).transpose(1, 2)
+
+    def repeat_kv_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, kv_heads, seq, hd) -> (batch, heads, seq, hd): head h reads kv head h // group"""
+        group = self.num_heads // self.num_kv_heads
+        return x if group == 1 else x.repeat_interleave(group, dim=1)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, heads, seq, head_dim) -> (batch, seq, d_model)."""
@@ -195,11 +221,12 @@ class MultiHeadAttention(nn.Module):
         (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) or None if fused.
         """
         queries = self.split_heads(self.query_projection(query))  # (batch, heads, n_q, head_dim)
-        keys = self.split_heads(self.key_projection(key))  # (batch, heads, n_keys, head_dim)
-        values = self.split_heads(self.value_projection(value))  # (batch, heads, n_keys, head_dim)
+        keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_keys, hd)
+        values = self.split_kv_heads(self.value_projection(value))  # (batch, kv_heads, n_k, hd)
         if fused:
             heads, weights = self._fused_attention(queries, keys, values, mask4d), None
         else:
+            keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
             heads, weights = attend_unchecked(queries, keys, values, mask4d, dropout=self.dropout)
         return self.output_projection(self.merge_heads(heads)), weights  # (batch, n_q, d_model)
 
@@ -210,10 +237,14 @@ class MultiHeadAttention(nn.Module):
         values: torch.Tensor,
         mask: torch.Tensor | None,
     ) -> torch.Tensor:
-        """SDPA on (batch, heads, seq, head_dim) tensors -> (batch, heads, n_queries, head_dim)."""
+        """SDPA: queries (batch, heads, n_q, hd), keys and values (batch, kv_heads, n_k, hd)."""
         dropout_p = self.dropout_p if self.training else 0.0
+        if keys.shape[1] != queries.shape[1] and not SDPA_HAS_GQA:
+            keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
+        # With enable_gqa, SDPA shares each key/value head among its group without copying it.
+        grouped = {"enable_gqa": True} if keys.shape[1] != queries.shape[1] else {}
         heads = F.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=mask, dropout_p=dropout_p
+            queries, keys, values, attn_mask=mask, dropout_p=dropout_p, **grouped
         )
         if mask is not None:
             # Backends differ on rows with no allowed key (NaN or a uniform average); the
@@ -253,6 +284,11 @@ class MultiHeadAttention(nn.Module):
         if not isinstance(reference, nn.MultiheadAttention):
             raise TypeError(
                 f"reference must be a torch.nn.MultiheadAttention, got {type(reference).__name__}"
+            )
+        if self.num_kv_heads != self.num_heads:
+            raise ValueError(
+                f"torch.nn.MultiheadAttention has no grouped key/value heads, but this module has "
+                f"num_kv_heads={self.num_kv_heads} < num_heads={self.num_heads}"
             )
         if reference.embed_dim != self.d_model or reference.num_heads != self.num_heads:
             raise ValueError(

@@ -11,6 +11,7 @@ import torch
 from attnlib._checks import (
     check_boolean,
     check_count,
+    check_flag,
     check_floating,
     check_int,
     check_lengths,
@@ -57,6 +58,39 @@ def causal_mask(
         raise ValueError(f"causal_mask needs n_keys >= n_queries, got {n_keys} < {n_queries}")
     ones = torch.ones(n_queries, n_keys, dtype=torch.bool, device=device)
     return torch.tril(ones, diagonal=n_keys - n_queries)
+
+
+def sliding_window_mask(
+    n_queries: int,
+    window: int,
+    n_keys: int | None = None,
+    causal: bool = True,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """Each query sees only the keys within ``window`` positions: (n_queries, n_keys), bool.
+
+    Query i stands at position p = i + n_keys - n_queries (so with n_keys = n_queries, p = i;
+    with more keys, the queries are the last positions of the key sequence, as in
+    :func:`causal_mask`). True where query i may attend to key j:
+
+    - ``causal=True``: p - window < j <= p, the key itself and the window - 1 before it;
+    - ``causal=False``: |p - j| < window, up to window - 1 keys on each side.
+
+    A window as long as the keys gives :func:`causal_mask` (causal) or all True (not causal).
+    """
+    n_queries, window = check_count("n_queries", n_queries), check_count("window", window)
+    n_keys = n_queries if n_keys is None else check_count("n_keys", n_keys)
+    check_flag("causal", causal)
+    if n_keys < n_queries:
+        raise ValueError(
+            f"sliding_window_mask needs n_keys >= n_queries, got {n_keys} < {n_queries}"
+        )
+    query_positions = torch.arange(n_keys - n_queries, n_keys, device=device)
+    # How far back each key lies from each query: (n_queries, n_keys), negative = ahead.
+    behind = query_positions[:, None] - torch.arange(n_keys, device=device)[None, :]
+    if causal:
+        return (behind >= 0) & (behind < window)
+    return behind.abs() < window
 
 
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:

@@ -369,3 +369,136 @@ def test_float32_scores_keep_their_order_of_operations():
     weights = torch.softmax(q @ k.transpose(-2, -1) / 3**0.5, dim=-1)
     output, ours = attend(q, k, v)
     assert torch.equal(ours, weights) and torch.equal(output, weights @ v)
+
+
+# --- grouped-query and multi-query attention ------------------------------------------------
+
+
+def _gqa_expected(mha, query, key, mask4d, repeat: bool) -> torch.Tensor:
+    """SDPA on the module's own projections: enable_gqa, or every key/value head repeated."""
+    batch, n_q, n_k = query.shape[0], query.shape[1], key.shape[1]
+    heads, kv_heads, head_dim = mha.num_heads, mha.num_kv_heads, mha.head_dim
+    q = mha.query_projection(query).view(batch, n_q, heads, head_dim).transpose(1, 2)
+    k = mha.key_projection(key).view(batch, n_k, kv_heads, head_dim).transpose(1, 2)
+    v = mha.value_projection(key).view(batch, n_k, kv_heads, head_dim).transpose(1, 2)
+    if repeat:
+        k, v = k.repeat_interleave(heads // kv_heads, 1), v.repeat_interleave(heads // kv_heads, 1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask4d)
+    else:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask4d, enable_gqa=True)
+    return mha.output_projection(out.transpose(1, 2).reshape(batch, n_q, mha.d_model))
+
+
+@pytest.mark.parametrize("repeat", [False, True], ids=["enable_gqa", "repeated"])
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+@pytest.mark.parametrize("kind", MASK_KINDS)
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_grouped_query_attention_equals_sdpa(num_kv_heads, kind, fused, repeat):
+    torch.manual_seed(num_kv_heads)
+    mha = MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads).eval()
+    query, key = _randn(2, 5, 16, seed=50), _randn(2, 7, 16, seed=51)
+    mask = _mask(kind, 2, 5, 7)
+    with torch.no_grad():
+        out, weights = mha(query, key, mask=mask, fused=fused)
+        mask4d = None if mask is None else mask[:, None]
+        expected = _gqa_expected(mha, query, key, mask4d, repeat)
+    assert out.shape == (2, 5, 16)
+    assert weights is None if fused else weights.shape == (2, 4, 5, 7)
+    torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_query_heads_of_one_group_share_keys_and_values():
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(8, 4, num_kv_heads=2).eval()  # heads 0, 1 read kv head 0; 2, 3 kv 1
+    with torch.no_grad():
+        rows = mha.query_projection.weight.view(4, 2, 8)
+        rows[1], rows[2] = rows[0], rows[0]  # heads 0, 1 and 2 ask the same questions
+        mha.query_projection.bias.view(4, 2)[1:3] = mha.query_projection.bias.view(4, 2)[0]
+        _, weights = mha(_randn(1, 5, 8, seed=52))
+    assert torch.equal(weights[0, 0], weights[0, 1])  # same group: same keys, same weights
+    assert (weights[0, 0] - weights[0, 2]).abs().max() > 1e-3  # other group: other keys
+
+
+def test_split_and_repeat_kv_heads_shapes():
+    mha = MultiHeadAttention(12, 6, num_kv_heads=2)
+    kv = mha.split_kv_heads(_randn(3, 5, 4, seed=53))  # 2 kv heads of head_dim 2
+    assert kv.shape == (3, 2, 5, 2)
+    repeated = mha.repeat_kv_heads(kv)
+    assert repeated.shape == (3, 6, 5, 2)
+    assert torch.equal(repeated[:, 2], kv[:, 0]) and torch.equal(repeated[:, 3], kv[:, 1])
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["scratch", "fused"])
+def test_grouped_heads_accept_a_mask_per_query_head(fused):
+    torch.manual_seed(4)
+    mha = MultiHeadAttention(8, 4, num_kv_heads=1).eval()
+    x = _randn(2, 4, 8, seed=54)
+    mask = torch.rand(2, 4, 4, 4, generator=torch.Generator().manual_seed(5)) > 0.3
+    mask[..., 0] = True  # every row keeps a key, so SDPA's rows are all defined
+    with torch.no_grad():
+        out, _ = mha(x, mask=mask, fused=fused)
+        expected = _gqa_expected(mha, x, x, mask, repeat=True)
+    torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_fused_grouped_path_repeats_heads_where_sdpa_has_no_enable_gqa():
+    torch.manual_seed(6)
+    mha = MultiHeadAttention(16, 4, num_kv_heads=2).eval()
+    x, mask = _randn(2, 5, 16, seed=55), causal_mask(5)
+    with torch.no_grad():
+        with_gqa = mha(x, mask=mask, fused=True)[0]
+        with mock.patch("attnlib.attention.SDPA_HAS_GQA", False):
+            repeated = mha(x, mask=mask, fused=True)[0]
+    torch.testing.assert_close(repeated, with_gqa, rtol=1e-6, atol=1e-6)
+
+
+def test_num_kv_heads_equal_to_num_heads_is_ordinary_attention_bit_for_bit():
+    torch.manual_seed(7)
+    default = MultiHeadAttention(16, 4).eval()
+    torch.manual_seed(7)
+    explicit = MultiHeadAttention(16, 4, num_kv_heads=4).eval()
+    ours, theirs = default.state_dict(), explicit.state_dict()
+    assert list(ours) == list(theirs)
+    assert all(torch.equal(ours[name], theirs[name]) for name in ours)
+    assert default.key_projection.weight.shape == (16, 16)
+    x, mask = _randn(2, 5, 16, seed=56), causal_mask(5)
+    with torch.no_grad():
+        # The formula before grouped heads existed: keys split like queries, SDPA as before.
+        q, k, v = (
+            default.split_heads(projection(x))
+            for projection in (
+                default.query_projection,
+                default.key_projection,
+                default.value_projection,
+            )
+        )
+        scratch = default.output_projection(default.merge_heads(attend(q, k, v, mask)[0]))
+        fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        fused = default.output_projection(default.merge_heads(fused))
+        assert torch.equal(explicit(x, mask=mask)[0], scratch)
+        assert torch.equal(explicit(x, mask=mask, fused=True)[0], fused)
+
+
+@pytest.mark.parametrize(("num_kv_heads", "expected"), [(4, 1088), (2, 816), (1, 680)])
+def test_grouped_heads_shrink_the_key_and_value_projections(num_kv_heads, expected):
+    # d_model 16, 4 heads of 4: query and output 16*16 + 16 each, key and value 16*kv*4 + kv*4.
+    mha = MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads)
+    assert sum(p.numel() for p in mha.parameters()) == expected
+    assert mha.key_projection.weight.shape == mha.value_projection.weight.shape
+    assert mha.key_projection.weight.shape == (num_kv_heads * 4, 16)
+
+
+def test_grouped_heads_errors_name_the_problem():
+    with pytest.raises(ValueError, match="num_kv_heads=3 does not divide num_heads=4"):
+        MultiHeadAttention(16, 4, num_kv_heads=3)
+    with pytest.raises(ValueError, match="num_kv_heads=8 does not divide num_heads=4"):
+        MultiHeadAttention(16, 4, num_kv_heads=8)
+    with pytest.raises(ValueError, match="num_kv_heads must be positive, got 0"):
+        MultiHeadAttention(16, 4, num_kv_heads=0)
+    with pytest.raises(TypeError, match="num_kv_heads must be an int, got float 2.0"):
+        MultiHeadAttention(16, 4, num_kv_heads=2.0)
+    torch_module = nn.MultiheadAttention(16, 4, batch_first=True)
+    with pytest.raises(
+        ValueError, match="no grouped key/value heads.*num_kv_heads=2 < num_heads=4"
+    ):
+        MultiHeadAttention(16, 4, num_kv_heads=2).load_from_torch(torch_module)

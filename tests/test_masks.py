@@ -1,8 +1,15 @@
 """Masks (True = may attend) and the masked softmax that never returns NaN."""
 
+import pytest
 import torch
 
-from attnlib.masks import causal_mask, combine_masks, masked_softmax, padding_mask
+from attnlib.masks import (
+    causal_mask,
+    combine_masks,
+    masked_softmax,
+    padding_mask,
+    sliding_window_mask,
+)
 
 
 def test_padding_mask_shape_is_batch_1_max_len():
@@ -87,3 +94,70 @@ def test_masked_softmax_gradient_is_finite_with_fully_masked_row():
     (weights * torch.arange(4.0)).sum().backward()
     assert torch.isfinite(scores.grad).all()
     assert scores.grad[1].abs().sum().item() == 0.0
+
+
+# --- sliding_window_mask ----------------------------------------------------------------------
+
+
+def test_sliding_window_mask_causal_sees_itself_and_window_minus_one_before():
+    expected = [
+        [True, False, False, False, False],
+        [True, True, False, False, False],
+        [False, True, True, False, False],
+        [False, False, True, True, False],
+        [False, False, False, True, True],
+    ]
+    mask = sliding_window_mask(5, window=2)
+    assert mask.dtype == torch.bool and mask.tolist() == expected
+
+
+def test_sliding_window_mask_not_causal_sees_window_minus_one_each_side():
+    expected = [
+        [True, True, True, False, False],
+        [True, True, True, True, False],
+        [True, True, True, True, True],
+        [False, True, True, True, True],
+        [False, False, True, True, True],
+    ]
+    assert sliding_window_mask(5, window=3, causal=False).tolist() == expected
+
+
+def test_sliding_window_mask_with_more_keys_puts_queries_at_the_end():
+    expected = [
+        [False, False, True, True, True, False],
+        [False, False, False, True, True, True],
+    ]
+    assert sliding_window_mask(2, window=3, n_keys=6).tolist() == expected
+    expected_both_sides = [  # queries at positions 4 and 5: keys 2-5 and 3-5
+        [False, False, True, True, True, True],
+        [False, False, False, True, True, True],
+    ]
+    assert sliding_window_mask(2, 3, n_keys=6, causal=False).tolist() == expected_both_sides
+
+
+def test_sliding_window_mask_of_window_one_is_the_diagonal():
+    assert torch.equal(sliding_window_mask(4, 1), torch.eye(4, dtype=torch.bool))
+    assert torch.equal(sliding_window_mask(4, 1, causal=False), torch.eye(4, dtype=torch.bool))
+
+
+def test_sliding_window_mask_with_a_long_window_is_the_causal_mask():
+    assert torch.equal(sliding_window_mask(4, window=4), causal_mask(4))
+    assert torch.equal(sliding_window_mask(3, window=100, n_keys=7), causal_mask(3, 7))
+    assert sliding_window_mask(4, window=4, causal=False).all()
+
+
+def test_sliding_window_mask_causal_is_the_two_sided_window_and_the_causal_mask():
+    for window in (1, 2, 5):
+        both = sliding_window_mask(3, window, n_keys=8, causal=False) & causal_mask(3, 8)
+        assert torch.equal(sliding_window_mask(3, window, n_keys=8), both)
+
+
+def test_sliding_window_mask_errors_name_the_problem():
+    with pytest.raises(ValueError, match="window must be positive, got 0"):
+        sliding_window_mask(4, 0)
+    with pytest.raises(TypeError, match="window must be an int, got float 2.0"):
+        sliding_window_mask(4, 2.0)
+    with pytest.raises(ValueError, match="needs n_keys >= n_queries, got 3 < 4"):
+        sliding_window_mask(4, 2, n_keys=3)
+    with pytest.raises(TypeError, match="causal must be True or False, got str 'no'"):
+        sliding_window_mask(4, 2, causal="no")
