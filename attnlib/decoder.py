@@ -1,0 +1,320 @@
+"""The Transformer's decoder: the decoder layer and the decoder stack.
+
+Batch first: target ids ``(batch, tgt)``, the encoder's output (the "memory") ``(batch, src,
+d_model)``; self-attention weights ``(batch, heads, tgt, tgt)``, cross-attention weights
+``(batch, heads, tgt, src)``. Masks are boolean, True = may attend; a ``key_mask`` is True at
+real tokens. The stack builds its masks once (target: padding AND causal; memory: source
+padding) and its layers trust them. The encoder–decoder model, greedy decoding and the KV
+cache are in :mod:`attnlib.generation`; a layer takes that module's ``LayerCache``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlib._checks import (
+    check_flag,
+    check_floating,
+    check_matches_weights,
+    check_number,
+    check_probability,
+    check_tensor,
+)
+from attnlib.attention import MultiHeadAttention
+from attnlib.encoder import TransformerConfig
+from attnlib.masks import causal_mask
+from attnlib.transformer import FeedForward, LearnedPositions, SinusoidalPositions, xavier_init_
+
+if TYPE_CHECKING:
+    from attnlib.generation import KVCache, LayerCache
+
+MaybeTensor = torch.Tensor | None
+# torch keeps the function itself, not its name; any other callable is named in the error.
+_ACTIVATION_NAMES = {F.relu: "relu", F.gelu: "gelu"}
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the memory, feed-forward; each sublayer with
+    a residual and a LayerNorm: post-LN x = LN(x + f(x)), or pre-LN x = x + f(LN(x)) with
+    ``norm_first``. ``fused`` picks torch's fused attention; asking for weights takes the
+    from-scratch path, which forms them.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        activation: str = "relu",
+        fused: bool = True,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
+        self.norm_first = check_flag("norm_first", norm_first)
+        self.fused = check_flag("fused", fused)
+        self.dropout_p = check_probability("dropout", dropout)
+        if not check_number("layer_norm_eps", layer_norm_eps) > 0:
+            raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps}")
+        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm1, self.norm2, self.norm3 = (
+            nn.LayerNorm(d_model, eps=layer_norm_eps) for _ in range(3)
+        )
+        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None,
+        self_mask4d: torch.Tensor | None = None,
+        memory_mask4d: torch.Tensor | None = None,
+        need_weights: bool = False,
+        cache: LayerCache | None = None,
+    ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
+        """x (batch, tgt, d), memory (batch, src, d) -> x, self weights (batch, heads, tgt,
+        tgt), cross weights (batch, heads, tgt, src), or Nones; unchecked. With ``cache`` the
+        new positions attend to the cached ones, and ``memory`` and ``self_mask4d`` go unused.
+        """
+        # The one place where the two orders differ.
+        if self.norm_first:
+            attended, self_weights = self._sa_block(self.norm1(x), self_mask4d, need_weights, cache)
+            x = x + attended
+            attended, cross = self._ca_block(
+                self.norm2(x), memory, memory_mask4d, need_weights, cache
+            )
+            x = x + attended
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            attended, self_weights = self._sa_block(x, self_mask4d, need_weights, cache)
+            x = self.norm1(x + attended)
+            attended, cross = self._ca_block(x, memory, memory_mask4d, need_weights, cache)
+            x = self.norm2(x + attended)
+            x = self.norm3(x + self._ff_block(x))
+        return x, self_weights, cross
+
+    def checked_forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        memory_key_mask: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
+        """:meth:`forward` for a layer used alone: checks the inputs and masks first.
+
+        x (batch, tgt, d_model), memory (batch, src, d_model); ``key_mask`` (batch, tgt) and
+        ``memory_key_mask`` (batch, src) True at real tokens; ``mask`` broadcasting to (batch,
+        heads, tgt, tgt), e.g. :func:`attnlib.masks.causal_mask`. No mask: nothing is hidden.
+        """
+        for name, tensor in (("x", x), ("memory", memory)):
+            check_tensor(name, tensor, min_dims=3)
+            if tensor.dim() != 3 or tensor.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must be (batch, seq, d_model={self.d_model}), got shape "
+                    f"{tuple(tensor.shape)}"
+                )
+            check_matches_weights(name, tensor, self.norm1.weight)
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(f"x has batch {x.shape[0]} but memory has batch {memory.shape[0]}")
+        check_flag("need_weights", need_weights)
+        (batch, tgt, _), src = x.shape, memory.shape[1]
+        self_mask4d = self.self_attention.prepare_mask(mask, key_mask, batch, tgt, tgt)
+        memory_mask4d = self.cross_attention.prepare_mask(None, memory_key_mask, batch, tgt, src)
+        return self(x, memory, self_mask4d, memory_mask4d, need_weights)
+
+    def _sa_block(
+        self, x: torch.Tensor, mask4d: MaybeTensor, need_weights: bool, cache: LayerCache | None
+    ) -> tuple[torch.Tensor, MaybeTensor]:
+        """Masked self-attention, then dropout: (batch, tgt, d_model) -> same, weights or None."""
+        fused = self.fused and not need_weights
+        if cache is None:
+            attended, weights = self.self_attention.forward_prepared(x, x, x, mask4d, fused)
+        else:
+            attended, weights = cache.self_attend(self.self_attention, x, fused)
+        return self.dropout1(attended), weights
+
+    def _ca_block(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None,
+        mask4d: MaybeTensor,
+        need_weights: bool,
+        cache: LayerCache | None,
+    ) -> tuple[torch.Tensor, MaybeTensor]:
+        """Queries from x, keys and values from memory, then dropout: (batch, tgt, d_model)."""
+        fused = self.fused and not need_weights
+        if cache is None:
+            attended, weights = self.cross_attention.forward_prepared(
+                x, memory, memory, mask4d, fused
+            )
+        else:
+            attended, weights = cache.cross_attend(self.cross_attention, x, mask4d, fused)
+        return self.dropout2(attended), weights
+
+    def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
+        """Feed-forward, then dropout: (batch, tgt, d_model) -> same."""
+        return self.dropout3(self.feed_forward(x))
+
+    @torch.no_grad()
+    def load_from_torch(self, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """Copy the weights of a ``torch.nn.TransformerDecoderLayer`` of the same configuration."""
+        if not isinstance(layer, nn.TransformerDecoderLayer):
+            raise TypeError(
+                f"layer must be a torch.nn.TransformerDecoderLayer, got {type(layer).__name__}"
+            )
+        names = ("batch_first", "d_model", "num_heads", "d_ff", "dropout", "norm_first")
+        names += ("activation", "layer_norm_eps", "bias")
+        attention, linear1 = layer.self_attn, layer.linear1
+        theirs = (attention.batch_first, attention.embed_dim, attention.num_heads)
+        theirs += (linear1.out_features, layer.dropout.p, layer.norm_first)
+        activation = _ACTIVATION_NAMES.get(layer.activation, layer.activation)
+        theirs += (activation, layer.norm1.eps, linear1.bias is not None)
+        ours = (True, self.d_model, self.num_heads, self.d_ff, self.dropout_p, self.norm_first)
+        ours += (self.feed_forward.activation_name, self.norm1.eps, True)
+        differ = [
+            f"{name}={their} (ours {our})"
+            for name, their, our in zip(names, theirs, ours, strict=True)
+            if their != our
+        ]
+        if differ:
+            raise ValueError("torch layer differs from this one: " + ", ".join(differ))
+        self.self_attention.load_from_torch(layer.self_attn)
+        self.cross_attention.load_from_torch(layer.multihead_attn)
+        pairs = [
+            (self.feed_forward.linear1, layer.linear1),
+            (self.feed_forward.linear2, layer.linear2),
+            (self.norm1, layer.norm1),
+            (self.norm2, layer.norm2),
+            (self.norm3, layer.norm3),
+        ]
+        for mine, source in pairs:
+            mine.weight.copy_(source.weight)
+            mine.bias.copy_(source.bias)
+        return self
+
+
+class Decoder(nn.Module):
+    """Target ids -> hidden states: embed x sqrt(d_model), add positions, dropout, N layers that
+    each attend to the memory; a final LayerNorm with ``norm_first``, as in :class:`Encoder`.
+    ``check_ids = False`` skips the ids' range check (one host sync), as in :class:`Encoder`.
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        d = c.d_model
+        self.embedding = nn.Embedding(c.vocab_size, d, padding_idx=c.pad_id)
+        positions = SinusoidalPositions if c.positions == "sinusoidal" else LearnedPositions
+        self.positions = positions(d, c.max_len)
+        self.dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(
+            DecoderLayer(d, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation, c.fused)
+            for _ in range(c.num_layers)
+        )
+        self.final_norm = nn.LayerNorm(d) if c.norm_first else nn.Identity()
+        self.scale = math.sqrt(d)
+        self.check_ids = True
+        xavier_init_(self)
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        memory: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        memory_key_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
+        """ids (batch, tgt), memory (batch, src, d) -> hidden (batch, tgt, d), self weights
+        (batch, layers, heads, tgt, tgt), cross weights (batch, layers, heads, tgt, src) or
+        Nones. ``key_mask`` (batch, tgt), ``memory_key_mask`` (batch, src): True at real tokens.
+        """
+        masks = self.prepare_inputs(ids, memory, key_mask, memory_key_mask)
+        return self.decode(ids, memory, *masks, check_flag("need_weights", need_weights))
+
+    def prepare_inputs(
+        self,
+        ids: torch.Tensor,
+        memory: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        memory_key_mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, MaybeTensor]:
+        """Check the inputs once; the canonical masks: target padding AND causal (batch or 1,
+        1, tgt, tgt), and the memory's padding (batch, 1, 1, src) or None."""
+        _check_ids(ids, self.config, "target", check_range=self.check_ids)
+        check_floating("memory", memory, min_dims=3)
+        (batch, tgt), d = ids.shape, self.config.d_model
+        if memory.dim() != 3 or memory.shape[0] != batch or memory.shape[2] != d:
+            raise ValueError(
+                f"memory must be (batch={batch}, src, d_model={d}), got shape {tuple(memory.shape)}"
+            )
+        check_matches_weights("memory", memory, self.layers[0].norm1.weight)
+        attention = self.layers[0].self_attention
+        causal = causal_mask(tgt, device=ids.device)
+        self_mask4d = attention.prepare_mask(causal, key_mask, batch, tgt, tgt)
+        memory_mask4d = attention.prepare_mask(None, memory_key_mask, batch, tgt, memory.shape[1])
+        return self_mask4d, memory_mask4d
+
+    def decode(
+        self,
+        ids: torch.Tensor,
+        memory: torch.Tensor | None,
+        self_mask4d: MaybeTensor,
+        memory_mask4d: MaybeTensor,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+    ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
+        """:meth:`forward` without checks, masks from :meth:`prepare_inputs`. With ``cache``
+        (see :mod:`attnlib.generation`), ids are the next positions after the cached ones."""
+        start = 0 if cache is None else cache.length
+        x = self.embed(ids, start)  # (batch, tgt, d)
+        self_weights, cross_weights = [], []
+        for index, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache.layers[index]
+            x, weights, cross = layer(
+                x, memory, self_mask4d, memory_mask4d, need_weights, layer_cache
+            )
+            self_weights.append(weights)
+            cross_weights.append(cross)
+        if not need_weights:
+            return self.final_norm(x), None, None
+        return self.final_norm(x), torch.stack(self_weights, 1), torch.stack(cross_weights, 1)
+
+    def embed(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """ids (batch, n) at positions start..start+n-1 -> (batch, n, d_model), with dropout."""
+        x = self.embedding(ids) * self.scale  # (batch, n, d)
+        if start > 0:
+            # The position modules add rows 0..seq-1; zeros in front shift these ids to theirs.
+            ahead = x.new_zeros(x.shape[0], start, x.shape[2])
+            return self.dropout(self.positions(torch.cat([ahead, x], dim=1))[:, start:])
+        return self.dropout(self.positions(x))
+
+
+def _check_ids(ids: object, config: TransformerConfig, what: str, check_range: bool = True) -> None:
+    """Require integer ids (batch, seq), 1 <= seq <= max_len, within the vocabulary (one sync)."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{what} ids must be a torch.Tensor, got {type(ids).__name__}")
+    if ids.dtype not in (torch.long, torch.int32):
+        raise TypeError(f"{what} ids must be integer token ids (torch.long), got dtype {ids.dtype}")
+    if ids.dim() != 2 or ids.shape[1] == 0:
+        raise ValueError(
+            f"{what} ids must be (batch, seq) with seq >= 1, got shape {tuple(ids.shape)}"
+        )
+    if ids.shape[1] > config.max_len:
+        raise ValueError(f"{what} of {ids.shape[1]} tokens is longer than max_len={config.max_len}")
+    if check_range and ids.numel() > 0:
+        low, high = torch.stack([*torch.aminmax(ids)]).long().tolist()  # the one host sync
+        if low < 0 or high >= config.vocab_size:
+            raise ValueError(
+                f"{what} token id {low if low < 0 else high} is outside the vocabulary "
+                f"0..{config.vocab_size - 1}"
+            )
