@@ -1,4 +1,5 @@
-"""The NumPy oracle: softmax, attention, the worked example, heads, positions and masks.
+"""The NumPy oracle: softmax, attention, the worked example, heads, positions, masks, and the
+online softmax.
 
 Everything here is plain NumPy in float64, written to be read; the torch code in the rest of
 ``attnlib`` and the browser explorers of :mod:`attnlib.live` are tested against it. Masks are
@@ -295,3 +296,59 @@ def masked_softmax(
     safe = np.where(mask, scores, -np.inf)
     safe = np.where(row_has_key, safe, 0.0)  # a row of -inf has no maximum to subtract
     return np.where(mask & row_has_key, softmax(safe, axis=axis), 0.0)
+
+
+# --- the online softmax (chapter 15) ---
+
+
+@dataclass(frozen=True)
+class OnlineSoftmaxStep:
+    """The state of one row once its keys 0 .. end - 1 are folded in, block by block."""
+
+    end: int
+    running_max: float  # -inf while every key seen is masked
+    running_sum: float  # Σ exp(s_j - running_max) over the keys seen
+    rescale: float  # exp(previous max - running_max): the factor the old sum was scaled by
+    weights: np.ndarray  # (end,): the softmax of the keys seen so far
+    output: np.ndarray | None  # (d_v,): weights @ values[:end], or None without values
+
+
+def online_softmax_steps(
+    row: np.ndarray, block_size: int, values: np.ndarray | None = None
+) -> list[OnlineSoftmaxStep]:
+    """Softmax of a row (n,) a block of keys at a time, and with (n, d_v) values the output.
+
+    The last step's weights are ``softmax(row)`` (all zeros for a row of -inf, never NaN).
+    """
+    row = np.asarray(row, dtype=np.float64)
+    if row.ndim != 1:
+        raise ValueError(f"row must be 1-D (n,), got shape {row.shape}")
+    if np.isnan(row).any() or (row == np.inf).any():
+        raise ValueError("row contains NaN or +inf; only -inf (a masked key) is allowed")
+    if (
+        isinstance(block_size, bool)
+        or not isinstance(block_size, (int, np.integer))
+        or block_size < 1
+    ):
+        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
+    if values is not None:
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or len(values) != len(row):
+            raise ValueError(f"values must be (n, d_v) with n={len(row)}, got {values.shape}")
+    running_max, running_sum, total = -np.inf, 0.0, 0.0  # total: Σ exp(s_j - max) v_j
+    steps = []
+    for start in range(0, len(row), block_size):
+        end = min(start + block_size, len(row))
+        new_max = max(running_max, row[start:end].max())
+        shift = 0.0 if new_max == -np.inf else new_max  # exp(-inf - 0) = 0, not NaN
+        rescale = float(np.exp(running_max - shift))
+        exps = np.exp(row[start:end] - shift)
+        running_max, running_sum = new_max, running_sum * rescale + exps.sum()
+        norm = running_sum if running_sum > 0 else 1.0
+        output = None
+        if values is not None:
+            total = total * rescale + exps @ values[start:end]
+            output = total / norm
+        weights = np.exp(row[:end] - shift) / norm
+        steps.append(OnlineSoftmaxStep(end, running_max, running_sum, rescale, weights, output))
+    return steps

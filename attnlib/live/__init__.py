@@ -25,6 +25,8 @@ from attnlib.reference import MASK_KINDS
 SCRIPTS = ("attention.js", "encoder.js", "explorers.js", "encoder_explorers.js")
 # Chapter 13's explorer carries its own set (attnlib.live.imdb): the model, not chapters 07-09.
 IMDB_SCRIPTS = ("attention.js", "explorers.js", "imdb.js", "imdb_explorer.js")
+# Chapter 15's explorer (attnlib.live.flash_explorer): the online softmax of one row.
+FLASH_SCRIPTS = ("attention.js", "explorers.js", "flash.js")
 FALLBACK = (
     "This explorer runs in your browser with JavaScript. If you can read this, the script did "
     "not run: in JupyterLab, run the cell (or trust the notebook) to start it."
@@ -34,7 +36,8 @@ FALLBACK = (
 @cache
 def script_source(name: str) -> str:
     """The text of one of the package's JavaScript files."""
-    known = SCRIPTS + tuple(name for name in IMDB_SCRIPTS if name not in SCRIPTS)
+    others = IMDB_SCRIPTS + FLASH_SCRIPTS
+    known = SCRIPTS + tuple(n for n in others if n not in SCRIPTS)
     if name not in known:
         raise ValueError(f"unknown script {name!r}; expected one of {known}")
     return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")

@@ -1,0 +1,343 @@
+"""FlashAttention's idea in plain torch: the online softmax, and attention tile by tile.
+
+Shapes: queries ``(batch, heads, n_queries, head_dim)``, keys ``(batch, heads, n_keys,
+head_dim)``, values ``(batch, heads, n_keys, d_v)``, or all three without the heads axis;
+``key_mask`` is ``(batch, n_keys)``, True at real keys. The loops run in Python over
+``(block, block)`` tiles of scores, each for every batch entry and head at once, so the
+``(n_queries, n_keys)`` matrix never exists: this shows the idea, not the CUDA kernel's speed.
+A query with no key it may attend to gets a zero output, never NaN, as everywhere in attnlib.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import torch
+from torch.autograd.function import once_differentiable
+from torch.profiler import ProfilerActivity, profile
+
+from attnlib._checks import (
+    check_boolean,
+    check_count,
+    check_flag,
+    check_floating,
+    check_same_dtype,
+    check_tensor,
+)
+
+NEG_INF = float("-inf")
+
+
+def _shift(running_max: torch.Tensor) -> torch.Tensor:
+    """The running max with -inf (no key seen yet) as 0, so exp(-inf - shift) is 0, not NaN."""
+    return torch.where(running_max == NEG_INF, torch.zeros_like(running_max), running_max)
+
+
+def _divide(total: torch.Tensor, norm: torch.Tensor) -> torch.Tensor:
+    """total / norm, and 0 where norm is 0 (a row that has seen no key)."""
+    return total / torch.where(norm == 0, torch.ones_like(norm), norm)
+
+
+def _update(running_max: torch.Tensor, running_sum: torch.Tensor, block: torch.Tensor) -> tuple:
+    """Fold a (..., b) block of scores into the (...,) state: new max, new sum, rescale, exps."""
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = _shift(new_max)
+    # Sums taken against the old maximum are worth exp(old - new) against the new one.
+    rescale = torch.exp(running_max - shift)
+    exps = torch.exp(block - shift.unsqueeze(-1))  # (..., b)
+    return new_max, running_sum * rescale + exps.sum(dim=-1), rescale, exps
+
+
+def _check_scores(scores: object, block_size: object) -> int:
+    """Require (..., n) float scores without NaN or +inf; return the block size as an int."""
+    check_floating("scores", scores, min_dims=1)
+    if torch.isnan(scores).any() or (scores == float("inf")).any():
+        raise ValueError("scores contain NaN or +inf; only -inf (a masked key) is allowed")
+    return check_count("block_size", block_size)
+
+
+def online_softmax(scores: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Softmax of (..., n) rows from a running max and sum over blocks of keys: (..., n).
+
+    A row of -inf (every key masked) gets all zeros, never NaN.
+    """
+    block_size = _check_scores(scores, block_size)
+    running_max = scores.new_full(scores.shape[:-1], NEG_INF)
+    running_sum = scores.new_zeros(scores.shape[:-1])
+    for start in range(0, scores.shape[-1], block_size):
+        block = scores[..., start : start + block_size]
+        running_max, running_sum, _, _ = _update(running_max, running_sum, block)
+    exps = torch.exp(scores - _shift(running_max).unsqueeze(-1))
+    return _divide(exps, running_sum.unsqueeze(-1))
+
+
+@dataclass(frozen=True)
+class OnlineStep:
+    """The state of (...,) rows once keys 0 .. end - 1 are folded in."""
+
+    end: int
+    running_max: torch.Tensor  # (...,), -inf while every key seen is masked
+    running_sum: torch.Tensor  # (...,): Σ exp(s_j - running_max) over the keys seen
+    rescale: torch.Tensor  # (...,): exp(previous max - running_max), what the old sum was scaled by
+    weights: torch.Tensor  # (..., end): the softmax of the keys seen so far
+    output: torch.Tensor | None  # (..., d_v): weights @ values[:end], None without values
+
+
+def online_softmax_steps(
+    scores: torch.Tensor, block_size: int, values: torch.Tensor | None = None
+) -> list[OnlineStep]:
+    """The state after each block of (..., n) rows; with (..., n, d_v) values, the partial output.
+
+    The last step's weights equal ``softmax(scores)`` and its output ``softmax(scores) @ values``.
+    """
+    block_size = _check_scores(scores, block_size)
+    n = scores.shape[-1]
+    if values is not None:
+        check_tensor("values", values)
+        if values.shape[-2] != n:
+            raise ValueError(f"scores have n={n} keys but values have {values.shape[-2]}")
+    running_max = scores.new_full(scores.shape[:-1], NEG_INF)
+    running_sum = scores.new_zeros(scores.shape[:-1])
+    total = scores.new_zeros(())  # Σ exp(s_j - running_max) v_j; broadcasts on the first block
+    steps = []
+    for start in range(0, n, block_size):
+        end = min(start + block_size, n)
+        running_max, running_sum, rescale, exps = _update(
+            running_max, running_sum, scores[..., start:end]
+        )
+        norm = running_sum.unsqueeze(-1)
+        seen = torch.exp(scores[..., :end] - _shift(running_max).unsqueeze(-1))
+        output = None
+        if values is not None:
+            part = (exps.unsqueeze(-2) @ values[..., start:end, :]).squeeze(-2)  # (..., d_v)
+            total = total * rescale.unsqueeze(-1) + part
+            output = _divide(total, norm)
+        steps.append(
+            OnlineStep(end, running_max, running_sum, rescale, _divide(seen, norm), output)
+        )
+    return steps
+
+
+@dataclass(frozen=True)
+class FlashForward:
+    """What the tiled forward pass keeps: no (n_queries, n_keys) matrix among it."""
+
+    output: torch.Tensor  # (batch, heads, n_queries, d_v)
+    logsumexp: torch.Tensor  # (batch, heads, n_queries): log Σ_j exp(s_ij); -inf with no key
+    tiles_computed: int  # (block, block) score tiles formed (each for all batch and heads)
+    tiles_total: int  # tiles in the grid, ceil(n_queries / block) * ceil(n_keys / block)
+
+
+def _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal) -> torch.Tensor:
+    """A (..., bq, d) query tile's scores against a (..., bk, d) key tile, -inf where masked."""
+    scores = (q_tile @ k_tile.transpose(-1, -2)) * scale
+    bq, bk = scores.shape[-2:]
+    allowed = None if key_mask is None else key_mask[:, None, None, k0 : k0 + bk]
+    if diagonal is not None and k0 + bk - 1 > q0 + diagonal:  # the tile crosses the diagonal
+        rows = torch.arange(q0, q0 + bq, device=scores.device).unsqueeze(-1) + diagonal
+        below = torch.arange(k0, k0 + bk, device=scores.device) <= rows  # (bq, bk)
+        allowed = below if allowed is None else allowed & below
+    return scores if allowed is None else scores.masked_fill(~allowed, NEG_INF)
+
+
+def _visible(q0: int, bq: int, k0: int, diagonal: int | None) -> bool:
+    """Whether any query of the tile may see any of its keys: j <= i + diagonal for some i."""
+    return diagonal is None or k0 <= q0 + bq - 1 + diagonal
+
+
+def _diagonal(n_q: int, n_k: int, causal: bool) -> int | None:
+    """Causal: query i stands at position i + n_k - n_q and sees keys j up to it (tril's
+    diagonal); None without a causal mask."""
+    return n_k - n_q if causal else None
+
+
+def _forward(q, k, v, key_mask, causal: bool, block: int) -> FlashForward:
+    """The tiled forward on checked 4-D tensors: per query tile, fold in every key tile."""
+    *batch, n_q, head_dim = q.shape
+    n_k, scale = k.shape[-2], 1.0 / math.sqrt(head_dim)
+    output = q.new_empty(*batch, n_q, v.shape[-1])
+    logsumexp = q.new_empty(*batch, n_q)
+    computed, diagonal = 0, _diagonal(n_q, n_k, causal)
+    for q0 in range(0, n_q, block):
+        q_tile = q[..., q0 : q0 + block, :]  # (batch, heads, bq, head_dim)
+        bq = q_tile.shape[-2]
+        running_max = q.new_full((*batch, bq), NEG_INF)
+        running_sum = q.new_zeros(*batch, bq)
+        total = q.new_zeros(*batch, bq, v.shape[-1])
+        for k0 in range(0, n_k, block):
+            if not _visible(q0, bq, k0, diagonal):
+                break  # every tile further right is above the diagonal too
+            scores = _tile_scores(
+                q_tile, k[..., k0 : k0 + block, :], scale, key_mask, q0, k0, diagonal
+            )
+            running_max, running_sum, rescale, exps = _update(running_max, running_sum, scores)
+            total = total * rescale.unsqueeze(-1) + exps @ v[..., k0 : k0 + block, :]
+            computed += 1
+        output[..., q0 : q0 + bq, :] = _divide(total, running_sum.unsqueeze(-1))
+        logsumexp[..., q0 : q0 + bq] = running_max + torch.log(running_sum)  # -inf + -inf if empty
+    tiles = math.ceil(n_q / block) * math.ceil(n_k / block)
+    return FlashForward(output, logsumexp, computed, tiles)
+
+
+def _backward(q, k, v, output, logsumexp, d_output, key_mask, causal: bool, block: int) -> tuple:
+    """FlashAttention-2's backward: each tile's weights recomputed from the log-sum-exp."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    scale, diagonal = 1.0 / math.sqrt(q.shape[-1]), _diagonal(n_q, n_k, causal)
+    # Σ_j P_ij dP_ij = dO_i · O_i: the softmax's backward needs only this per-row number.
+    d_rows = (d_output * output).sum(dim=-1)  # (batch, heads, n_queries)
+    lse = _shift(logsumexp)  # a query with no key has all scores -inf: exp(-inf - 0) = 0
+    d_q, d_k, d_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    for k0 in range(0, n_k, block):
+        k_tile, v_tile = k[..., k0 : k0 + block, :], v[..., k0 : k0 + block, :]
+        for q0 in range(0, n_q, block):
+            q1 = min(q0 + block, n_q)
+            if not _visible(q0, q1 - q0, k0, diagonal):
+                continue
+            q_tile, d_out_tile = q[..., q0:q1, :], d_output[..., q0:q1, :]
+            scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal)
+            weights = torch.exp(scores - lse[..., q0:q1, None])  # (batch, heads, bq, bk)
+            d_v[..., k0 : k0 + block, :] += weights.transpose(-1, -2) @ d_out_tile
+            d_weights = d_out_tile @ v_tile.transpose(-1, -2)
+            # dS = P * (dP - D), times the scale that multiplied q . k
+            d_scores = weights * (d_weights - d_rows[..., q0:q1, None]) * scale
+            d_q[..., q0:q1, :] += d_scores @ k_tile
+            d_k[..., k0 : k0 + block, :] += d_scores.transpose(-1, -2) @ q_tile
+    return d_q, d_k, d_v
+
+
+class FlashAttentionFunction(torch.autograd.Function):
+    """Saves queries, keys, values, output and the per-row log-sum-exp; no weights matrix."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, key_mask, causal, block_size):
+        result = _forward(q, k, v, key_mask, causal, block_size)
+        ctx.save_for_backward(q, k, v, result.output, result.logsumexp, key_mask)
+        ctx.causal, ctx.block_size = causal, block_size
+        return result.output
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, d_output):
+        q, k, v, output, logsumexp, key_mask = ctx.saved_tensors
+        grads = _backward(
+            q, k, v, output, logsumexp, d_output, key_mask, ctx.causal, ctx.block_size
+        )
+        return (*grads, None, None, None)
+
+
+def _checked(queries, keys, values, key_mask, causal, block_size) -> tuple:
+    """Check the inputs once; return them 4-D, the block size, and whether heads were added."""
+    named = {"queries": queries, "keys": keys, "values": values}
+    for name, tensor in named.items():
+        check_tensor(name, tensor, min_dims=3)
+    check_same_dtype(**named)
+    if queries.dim() > 4 or len({tuple(t.shape[:-2]) for t in named.values()}) > 1:
+        described = ", ".join(f"{name} {tuple(t.shape)}" for name, t in named.items())
+        raise ValueError(
+            f"queries, keys and values must all be (batch, heads, seq, dim) or all "
+            f"(batch, seq, dim), with the same batch and heads: got {described}"
+        )
+    if keys.shape[-1] != queries.shape[-1]:
+        raise ValueError(f"keys have d_k={keys.shape[-1]} but queries have d_k={queries.shape[-1]}")
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(
+            f"keys have n_keys={keys.shape[-2]} but values have n_keys={values.shape[-2]}"
+        )
+    check_flag("causal", causal)
+    block_size = check_count("block_size", block_size)
+    if key_mask is not None:
+        check_boolean(key_mask, "key_mask", "a real key that may be attended")
+        expected = (queries.shape[0], keys.shape[-2])
+        if tuple(key_mask.shape) != expected:
+            raise ValueError(
+                f"key_mask must be (batch, n_keys) = {expected}, got shape {tuple(key_mask.shape)}"
+            )
+    added = queries.dim() == 3
+    if added:
+        queries, keys, values = (t.unsqueeze(1) for t in (queries, keys, values))
+    return queries, keys, values, block_size, added
+
+
+def flash_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    key_mask: torch.Tensor | None = None,
+    causal: bool = False,
+    block_size: int = 64,
+) -> torch.Tensor:
+    """softmax(Q Kᵀ / √d) V tile by tile: (batch, heads, n_queries, d_v), or 3-D for 3-D inputs.
+
+    Equal to ``F.scaled_dot_product_attention`` with the same masks; a query with no key gives
+    zeros (as SDPA in recent PyTorch; older versions give NaN). ``causal`` aligns at the bottom
+    right, as :func:`attnlib.masks.causal_mask`: query i stands at position
+    i + n_keys - n_queries and sees the keys up to it, so one new query after a cache of keys
+    sees them all (and with more queries than keys, the first ones see none). For
+    n_queries == n_keys this is SDPA's ``is_causal=True``. The backward pass recomputes each
+    tile's weights from the saved log-sum-exp of every row.
+    """
+    q, k, v, block_size, added = _checked(queries, keys, values, key_mask, causal, block_size)
+    output = FlashAttentionFunction.apply(q, k, v, key_mask, causal, block_size)
+    return output.squeeze(1) if added else output
+
+
+@torch.no_grad()
+def flash_forward(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    key_mask: torch.Tensor | None = None,
+    causal: bool = False,
+    block_size: int = 64,
+) -> FlashForward:
+    """:func:`flash_attention`'s forward pass alone (no gradients), with its log-sum-exp and
+    tile counts; output and log-sum-exp lose the heads axis for 3-D inputs.
+    """
+    q, k, v, block_size, added = _checked(queries, keys, values, key_mask, causal, block_size)
+    result = _forward(q, k, v, key_mask, causal, block_size)
+    if added:
+        return replace(result, output=result.output.squeeze(1), logsumexp=result.logsumexp[:, 0])
+    return result
+
+
+@contextmanager
+def _quiet_fd2() -> Iterator[None]:
+    """Send file descriptor 2 to the null device: Kineto prints timestamped profiler_start and
+    profiler_stop lines there, which a notebook would show (and nbval compare) as stderr."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def peak_allocated_bytes(fn: Callable[[], object]) -> int:
+    """Measured peak of CPU tensor bytes allocated while ``fn()`` runs, above those held before.
+
+    Replays ``torch.profiler``'s record of every allocation and free in the order they
+    happened; memory that ``fn`` returns counts, memory on other devices does not.
+    """
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_fd2():
+        prof.start()
+    try:
+        fn()
+    finally:
+        with _quiet_fd2():
+            prof.stop()
+    # EventList folds frees into the enclosing operator; the raw events keep their times.
+    changes = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    held = peak = 0
+    for event in sorted(changes, key=lambda event: event.start_ns()):
+        held += event.nbytes()
+        peak = max(peak, held)
+    return peak
