@@ -19,6 +19,8 @@ from nbclient import NotebookClient
 def execute(path: Path, timeout: int) -> float:
     """Run one notebook in its own folder with a fresh kernel; return the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
+    # Widget state is saved afresh for the widgets this run shows; none left from older runs.
+    notebook.metadata.pop("widgets", None)
     client = NotebookClient(
         notebook,
         timeout=timeout,

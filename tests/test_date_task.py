@@ -1,4 +1,4 @@
-"""Part II's shared recipe and the alignment explorer, on tiny configurations."""
+"""Part II's shared recipe, on tiny configurations (the alignment explorer: test_widgets)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from attnlib.tasks.dates import (
     train,
     train_seed,
 )
-from attnlib.widgets import alignment_explorer
 
 TINY = DateTaskConfig(n_train=64, n_valid=16, n_test=16, epochs=1, hidden_size=16)
 
@@ -74,21 +73,6 @@ def test_train_seed_passes_options_to_the_model():
     run = train_seed("luong-general", TINY, 0, {"input_feeding": False})
     assert run.model.decoder.input_feeding is False
     assert train_seed("luong-general", TINY, 0).model.decoder.input_feeding is True
-
-
-def test_alignment_explorer_shows_prediction_and_reacts_to_the_model():
-    seed_everything(0)
-    task = prepare(TINY)
-    models = {kind: new_model(kind, task) for kind in ("bahdanau", "none")}
-    explorer = alignment_explorer(models, ["21 nov 2026"], task.source_vocab, task.target_vocab)
-    assert "<code>21 nov 2026</code> →" in explorer.readout.value
-    explorer.controls["model"].value = "none"
-    assert "no attention" in explorer.readout.value
-
-
-def test_alignment_explorer_needs_models():
-    with pytest.raises(ValueError, match="at least one model and one example"):
-        alignment_explorer({}, ["x"], None, None)
 
 
 def test_new_model_passes_options_to_build_model():

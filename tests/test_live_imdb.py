@@ -28,6 +28,7 @@ from attnlib.live.imdb import (
     EXAMPLE,
     SERVED_FILES,
     download_size,
+    files_hash,
     imdb_live,
     imdb_script,
     shown_token,
@@ -419,6 +420,20 @@ def test_download_size_names_missing_files(tmp_path):
     for name in SERVED_FILES:
         (tmp_path / name).write_bytes(b"12345")
     assert download_size(tmp_path) == 15
+
+
+def test_files_hash_names_the_served_bytes(tmp_path):
+    # The browser keeps the model in a cache named after this hash: new bytes, a new name.
+    for name in SERVED_FILES:
+        (tmp_path / name).write_bytes(name.encode())
+    first = files_hash(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{16}", first) and files_hash(tmp_path) == first
+    (tmp_path / "model.safetensors").write_bytes(b"other weights")
+    assert files_hash(tmp_path) != first
+    assert f'data-hash="{files_hash(SHIPPED_MODEL)}"' in imdb_live().data
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match="lacks config.json"):
+        files_hash(tmp_path)
 
 
 def test_read_review_cuts_like_encode_reviews():

@@ -5,12 +5,14 @@ of the model on one review (what a reader without JavaScript sees), then an inli
 the browser port (``imdb.js``, ``imdb_explorer.js``, the DOM helpers and the WebAssembly kernel
 of :mod:`attnlib.live.wasm`). The weights are not in the page: the script downloads them from
 ``base`` when the reader asks for them. The book serves ``attnlib/assets/imdb/`` there
-(``book.yml``'s ``html_static_path``), so the page needs no server beyond the static files.
+(``book.yml``'s ``html_static_path``), so the page needs no server beyond the static files. The
+browser keeps them for later visits in a cache named after :func:`files_hash`.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import json
@@ -34,13 +36,27 @@ EXAMPLE = (
 )
 
 
-def download_size(folder: str | Path) -> int:
-    """Bytes the explorer downloads: the served files of the model in ``folder``."""
+def _served(folder: str | Path) -> list[Path]:
+    """The served files of the model in ``folder``; the error names the missing ones."""
     folder = Path(folder)
     missing = [name for name in SERVED_FILES if not (folder / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: not a trained IMDB model")
-    return sum((folder / name).stat().st_size for name in SERVED_FILES)
+    return [folder / name for name in SERVED_FILES]
+
+
+def download_size(folder: str | Path) -> int:
+    """Bytes the explorer downloads: the served files of the model in ``folder``."""
+    return sum(path.stat().st_size for path in _served(folder))
+
+
+def files_hash(folder: str | Path) -> str:
+    """16 hex digits of the SHA-256 of the served files (names and bytes): the browser keeps
+    the files in a cache of this name, so a new model is downloaded again and the old dropped."""
+    digest = hashlib.sha256()
+    for path in _served(folder):
+        digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\0".encode())
+    return digest.hexdigest()[:16]
 
 
 @cache
@@ -131,6 +147,7 @@ def imdb_live(
         raise ValueError("text must be a non-empty review")
     folder = Path(folder) if folder is not None else SHIPPED_MODEL
     size = download_size(folder)
+    version = files_hash(folder)
     model, tokenizer, config, _ = load_trained(folder)
     if not -config.num_layers <= layer < config.num_layers:
         raise ValueError(
@@ -139,5 +156,5 @@ def imdb_live(
     if not 0 <= head < config.num_heads:
         raise ValueError(f"head must be in [0, {config.num_heads}), got {head}")
     reading = read_review(model, tokenizer, text, config.max_len, config.head_tokens)
-    attributes = {"base": base, "size": str(size), "example": text}
+    attributes = {"base": base, "size": str(size), "hash": version, "example": text}
     return HTML(snippet("imdb", attributes, snapshot(reading, text, layer, head), imdb_script()))

@@ -4,18 +4,26 @@
  * WebAssembly kernel's bytes as window.attnlibImdbWasm (base64), all inlined by
  * attnlib/live/imdb.py. Nothing is downloaded until the reader presses the button; then the
  * tokenizer, config and weights come from the folder named by the root's data-base (the book
- * serves attnlib/assets/imdb/ as _static/imdb/). Stable hooks for tests and readers:
+ * serves attnlib/assets/imdb/ as _static/imdb/). The browser keeps them (Cache API, in a cache
+ * named after data-hash, the files' SHA-256), so a later visit reads them from the disk; where
+ * the Cache API is missing (a page opened from file://, a private window) they are downloaded
+ * each time. Stable hooks for tests and readers:
  *   root      .attnlib-live[data-explorer="imdb"]; data-state "idle" | "loading" | "ready" |
  *             "empty" (the review holds no word: a prompt instead of a prediction) | "error";
  *             once ready, data-predictions (a count), data-probability (full precision),
- *             data-heatmap ("layer,head,tokens"), data-first-ms, data-last-ms
+ *             data-heatmap ("layer,head,tokens"), data-first-ms, data-last-ms, data-cache
+ *             ("hit": every file from the browser's cache, "stored": downloaded and kept,
+ *             "off": no Cache API here, downloaded)
  *   controls  [data-control="load" (button) | "review" (textarea) | "layer" | "head" (selects)
  *             | "example" (buttons, data-example="positive" | "negative" | "mixed")]
  *   readouts  [data-readout="progress" | "label" | "probability" (4 decimals) | "tokens" (one
  *             span per token: the token without its end-of-word "</w>", which a gap after the
  *             chip shows instead; the raw token in data-token and at the start of the title)
- *             | "heatmap" (canvas) | "legend" | "hover" | "most-read" (table) | "timing" |
- *             "prompt" (shown for an empty review) | "error"]
+ *             | "dropped" (inside "tokens", where a long review's middle was cut: between the
+ *             first head_tokens and the last tokens) | "heatmap" (canvas) | "colorbar" (the
+ *             map's scale, data-max: its largest weight) | "legend" | "hover" (emptied back to
+ *             its hint when the review, layer or head changes) | "most-read" (table) | "timing"
+ *             | "prompt" (shown for an empty review) | "error"]
  */
 (function (root) {
   "use strict";
@@ -47,10 +55,22 @@
     "background:linear-gradient(90deg,#c0392b 0%,#c0392b var(--neg),#27ae60 var(--neg))}",
     ".attnlib-live canvas.al-heatmap{max-width:100%;height:auto;image-rendering:pixelated;",
     "border:1px solid rgba(128,128,128,.4);touch-action:none}",
+    ".attnlib-live .al-map{display:flex;align-items:flex-start;gap:.6em;max-width:100%}",
+    ".attnlib-live .al-map .al-scroll{flex:0 1 auto;min-width:0}",
+    ".attnlib-live .al-colorbar{flex:none;display:flex;gap:.3em;align-items:stretch;",
+    "font-size:.75rem;height:12em}",
+    ".attnlib-live .al-colorbar .al-ramp{width:.9em;border:1px solid rgba(128,128,128,.6)}",
+    ".attnlib-live .al-colorbar .al-ticks{display:flex;flex-direction:column;",
+    "justify-content:space-between;font-family:SFMono-Regular,Menlo,Consolas,monospace}",
+    ".attnlib-live .al-dropped{font-size:.8rem;font-style:italic;padding:0 .4em;",
+    "border:1px dashed #c0392b;border-radius:3px;color:#c0392b;margin-right:.5em}",
     ".attnlib-live progress{width:14em;max-width:100%}",
   ].join("");
 
   var LABELLED_TOKENS = 48;
+  var CACHE_PREFIX = "attnlib-imdb-";
+  var HOVER_HINT = "Point at (or tap) the map to read one weight.";
+  var CUT_COLOUR = "#e74c3c";  // where a long review's middle was dropped, on the map
   var LABEL_MARGIN = 78;  // pixels for token labels left of and above the map
   var EXAMPLES = {
     positive: "A wonderful film. The acting is superb, the story moved me, and I would " +
@@ -117,15 +137,104 @@
     });
   }
 
+  // The browser's cache for the files of the model with this hash, or null where there is none
+  // (no Cache API: file:// pages, some private windows). Caches of other hashes (an older
+  // model) are deleted: one model is kept, never two.
+  function openCache(hash) {
+    if (!hash || typeof caches === "undefined" || !root.isSecureContext) {
+      return Promise.resolve(null);
+    }
+    var name = CACHE_PREFIX + hash;
+    return caches.keys().then(function (names) {
+      return Promise.all(names.filter(function (other) {
+        return other.indexOf(CACHE_PREFIX) === 0 && other !== name;
+      }).map(function (other) {
+        return caches.delete(other);
+      }));
+    }).then(function () {
+      return caches.open(name);
+    }).catch(function () {
+      return null;
+    });
+  }
+
+  // download(url) through the cache: {buffer, cached} where cached says it came from the disk.
+  // A cache that fails to answer or to store is skipped: the download still counts.
+  function fetchKept(cache, url, onBytes) {
+    if (!cache) {
+      return download(url, onBytes).then(function (buffer) {
+        return { buffer: buffer, cached: false };
+      });
+    }
+    return cache.match(url).catch(function () {
+      return undefined;
+    }).then(function (hit) {
+      if (hit) {
+        return hit.arrayBuffer().then(function (buffer) {
+          onBytes(buffer.byteLength);
+          return { buffer: buffer, cached: true };
+        });
+      }
+      return download(url, onBytes).then(function (buffer) {
+        return cache.put(url, new Response(buffer)).catch(function () {
+          return null;
+        }).then(function () {
+          return { buffer: buffer, cached: false };
+        });
+      });
+    });
+  }
+
+  // Whether every file is in the cache already (to say so on the button before a click).
+  function allKept(cache, urls) {
+    if (!cache) {
+      return Promise.resolve(false);
+    }
+    return Promise.all(urls.map(function (url) {
+      return cache.match(url);
+    })).then(function (hits) {
+      return hits.every(Boolean);
+    }).catch(function () {
+      return false;
+    });
+  }
+
   // The viridis colour of t in [0, 1] as [r, g, b].
   function rgb(t) {
     return dom.viridis(t).match(/\d+/g).map(Number);
+  }
+
+  // A vertical colour bar from 0 (bottom) to a map's largest weight (top), in viridis.
+  function colourBar() {
+    var stops = [];
+    for (var i = 0; i <= 8; i++) {
+      stops.push(dom.viridis(1 - i / 8) + " " + (100 * i / 8).toFixed(1) + "%");
+    }
+    var top = el("span", {}, [""]);
+    var middle = el("span", {}, [""]);
+    var ramp = el("div", { class: "al-ramp", "aria-hidden": "true",
+      style: "background:linear-gradient(180deg," + stops.join(",") + ")" });
+    var element = el("div", { class: "al-colorbar", "data-readout": "colorbar", role: "img" },
+      [ramp, el("div", { class: "al-ticks" }, [top, middle, el("span", {}, ["0"])])]);
+    return {
+      element: element,
+      show: function (largest) {
+        top.textContent = largest.toFixed(4);
+        middle.textContent = (largest / 2).toFixed(4);
+        element.setAttribute("data-max", String(largest));
+        element.setAttribute("aria-label", "colour scale: dark purple 0 to yellow " +
+          largest.toFixed(4));
+      },
+    };
   }
 
   function mountImdb(rootElement) {
     var base = rootElement.getAttribute("data-base") || "";
     var size = parseInt(rootElement.getAttribute("data-size"), 10) || 0;
     var initialText = rootElement.getAttribute("data-example") || EXAMPLES.mixed;
+    var hash = rootElement.getAttribute("data-hash") || "";
+    var names = ["config.json", "tokenizer.json", "model.safetensors"];
+    var kept = openCache(hash);
     dom.start(rootElement, "imdb");
     injectStyle();
     rootElement.setAttribute("data-state", "idle");
@@ -141,13 +250,22 @@
       ["The trained classifier, running in your browser"]));
     rootElement.appendChild(el("p", { class: "al-note" }, [
       "Type a review and the model of this chapter reads it here: no Python, no server. " +
-      "It needs its weights and tokenizer first (" + megabytes(size) + ", downloaded once, " +
-      "when you press the button)."]));
+      "It needs its weights and tokenizer first (" + megabytes(size) + ", downloaded when " +
+      "you press the button; your browser keeps them for your next visit)."]));
     rootElement.appendChild(el("div", { class: "al-row" }, [load]));
     rootElement.appendChild(progressRow);
     rootElement.appendChild(error);
     rootElement.appendChild(workspace);
     dom.keepKeys(rootElement);
+    kept.then(function (cache) {
+      return allKept(cache, names.map(function (name) {
+        return base + name;
+      }));
+    }).then(function (all) {
+      if (all && !load.disabled) {
+        load.textContent = "Run the model in this page (kept by your browser: no download)";
+      }
+    });
 
     function fail(message) {
       rootElement.setAttribute("data-state", "error");
@@ -165,18 +283,25 @@
       rootElement.setAttribute("data-state", "loading");
       progressText.textContent = "downloading…";
       var received = { model: 0, tokenizer: 0 };
+      var fromCache = [];
       var show = function () {
         var total = received.model + received.tokenizer;
         progress.value = total;
         progressText.textContent = "downloading: " + megabytes(total) + " of " + megabytes(size);
       };
-      var json = function (name) {
-        return download(base + name, function (n) {
-          if (name === "tokenizer.json") {
-            received.tokenizer = n;
+      var bytes = function (cache, name) {
+        return fetchKept(cache, base + name, function (n) {
+          if (name !== "config.json") {
+            received[name === "tokenizer.json" ? "tokenizer" : "model"] = n;
             show();
           }
-        }).then(function (buffer) {
+        }).then(function (file) {
+          fromCache.push(file.cached);
+          return file.buffer;
+        });
+      };
+      var json = function (cache, name) {
+        return bytes(cache, name).then(function (buffer) {
           try {
             return JSON.parse(new TextDecoder().decode(buffer));
           } catch (problem) {
@@ -184,14 +309,18 @@
           }
         });
       };
-      Promise.all([
-        json("config.json"),
-        json("tokenizer.json"),
-        download(base + "model.safetensors", function (n) {
-          received.model = n;
-          show();
-        }),
-      ]).then(function (files) {
+      kept.then(function (cache) {
+        rootElement.setAttribute("data-cache", cache ? "pending" : "off");
+        return Promise.all([
+          json(cache, "config.json"),
+          json(cache, "tokenizer.json"),
+          bytes(cache, "model.safetensors"),
+        ]);
+      }).then(function (files) {
+        if (rootElement.getAttribute("data-cache") === "pending") {
+          var hit = fromCache.every(Boolean);
+          rootElement.setAttribute("data-cache", hit ? "hit" : "stored");
+        }
         progressText.textContent = "preparing the model…";
         // Let the browser paint the message before the synchronous set-up.
         return new Promise(function (resolve) {
@@ -208,9 +337,9 @@
         load.hidden = true;
         ready(model, tokenizer, started);
       }).catch(function (problem) {
-        fail("Could not load the model from " + (base || "this page's folder") + ": " +
-          problem.message + ". The live model runs in the published book (make book); in " +
-          "JupyterLab, the Python cells of this chapter run the same model.");
+        fail("The model's files could not be loaded here (" + problem.message + "). The " +
+          "live model runs in the published book (make book); in JupyterLab, the Python " +
+          "cells of this chapter run the same model.");
       });
     });
 
@@ -244,9 +373,9 @@
       var tokens = el("div", { class: "al-tokens", "data-readout": "tokens" });
       var canvas = el("canvas", { class: "al-heatmap", "data-readout": "heatmap",
         role: "img", "aria-label": "attention weights" });
+      var colorbar = colourBar();
       var legend = el("p", { class: "al-note", "data-readout": "legend" }, [""]);
-      var hover = el("p", { class: "al-note", "data-readout": "hover" },
-        ["Point at (or tap) the map to read one weight."]);
+      var hover = el("p", { class: "al-note", "data-readout": "hover" }, [HOVER_HINT]);
       var mostRead = el("div", {});
       var timing = el("p", { class: "al-note", "data-readout": "timing" }, [""]);
       var prompt = el("p", { class: "al-note", "data-readout": "prompt", hidden: true },
@@ -258,7 +387,8 @@
         tokens,
         el("div", { class: "al-row" }, [
           el("label", {}, ["layer", layer]), el("label", {}, ["head", head])]),
-        el("div", { class: "al-scroll" }, [canvas]),
+        el("div", { class: "al-map" }, [el("div", { class: "al-scroll" }, [canvas]),
+          colorbar.element]),
         legend,
         hover,
         mostRead,
@@ -298,9 +428,12 @@
         var weights = chosenWeights();
         var received = imdb.attentionReceived(weights, n);
         var largest = 0;
+        var smallest = Infinity;
         for (var i = 0; i < weights.length; i++) {
           largest = Math.max(largest, weights[i]);
+          smallest = Math.min(smallest, weights[i]);
         }
+        hover.textContent = HOVER_HINT;
         // Token labels along both axes when they can be read (up to 48 tokens).
         var labelled = n <= LABELLED_TOKENS;
         var cell = labelled ? Math.max(10, Math.floor(400 / n)) : Math.max(1, Math.floor(480 / n));
@@ -325,6 +458,13 @@
           }
         }
         context.putImageData(image, margin, margin);
+        if (current.dropped) {
+          // A line before the first token of the tail, across and down: the cut.
+          var cut = margin + (1 + config.head_tokens) * cell;
+          context.fillStyle = CUT_COLOUR;
+          context.fillRect(cut - 1, margin, 2, n * cell);
+          context.fillRect(margin, cut - 1, n * cell, 2);
+        }
         if (labelled) {
           context.fillStyle = getComputedStyle(rootElement).color || "#000";
           context.font = Math.min(12, cell) + "px sans-serif";
@@ -345,16 +485,19 @@
         canvas.style.width = Math.min(side, 560) + "px";
         canvas.dataset.margin = String(margin);
         canvas.dataset.cell = String(cell);
+        colorbar.show(largest);
         legend.textContent = "Queries (the tokens reading) down, keys (the tokens read) " +
           "across. Colour: 0 (dark purple) to this map's largest weight, " +
-          largest.toFixed(4) + " (yellow).";
+          largest.toFixed(4) + " (yellow); its smallest is " + smallest.toFixed(4) +
+          ". The scale changes with every map." + (current.dropped ? " The red lines mark " +
+          "where the middle of the review was dropped." : "");
         var which = "layer " + (parseInt(layer.value, 10) + 1) + ", " +
           (head.value === "mean" ? "mean of heads" : "head " + (parseInt(head.value, 10) + 1));
         canvas.setAttribute("aria-label", "attention weights of " + which + ": " + n +
           " queries down, " + n + " keys across; the brightest is " + largest.toFixed(4));
         rootElement.setAttribute("data-heatmap", [layer.value, head.value, n].join(","));
         var mostReceived = Math.max.apply(null, received);
-        Array.prototype.forEach.call(tokens.children, function (chip, j) {
+        Array.prototype.forEach.call(tokens.querySelectorAll(".al-token"), function (chip, j) {
           var share = received[j] / (mostReceived || 1);
           chip.style.background = "rgba(31,119,180," + (0.05 + 0.6 * share).toFixed(3) + ")";
           chip.title = current.tokens[j] + " (position " + j + "): receives " +
@@ -416,7 +559,13 @@
           config.head_tokens + " and the last " + (config.max_len - 1 - config.head_tokens) +
           ")" : "") + ". Each token is shaded by the attention it receives in the map below.";
         tokens.textContent = "";
-        current.tokens.forEach(function (token) {
+        current.tokens.forEach(function (token, j) {
+          if (current.dropped && j === 1 + config.head_tokens) {
+            tokens.appendChild(el("em", { class: "al-dropped", "data-readout": "dropped",
+              title: "the model reads the first " + config.head_tokens + " and the last " +
+              (config.max_len - 1 - config.head_tokens) + " subwords" },
+            ["… " + current.dropped + " subwords dropped here …"]));
+          }
           var shown = tokenizer.display(token);
           tokens.appendChild(el("span", { class: shown.wordEnd ? "al-token al-word-end" : "al-token",
             "data-token": token, title: token }, [shown.text]));
@@ -437,6 +586,7 @@
       }
 
       review.addEventListener("input", function () {
+        hover.textContent = HOVER_HINT;  // it read the map of the text before this edit
         if (pending !== null) {
           clearTimeout(pending);
         }
