@@ -42,7 +42,8 @@ class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the memory, feed-forward; each sublayer with
     a residual and a LayerNorm: post-LN x = LN(x + f(x)), or pre-LN x = x + f(LN(x)) with
     ``norm_first``. ``fused`` picks torch's fused attention; asking for weights takes the
-    from-scratch path, which forms them.
+    from-scratch path, which forms them. ``num_kv_heads`` < ``num_heads`` groups the key/value
+    heads of both attentions (see :class:`MultiHeadAttention`), and so of their cache.
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class DecoderLayer(nn.Module):
         activation: str = "relu",
         fused: bool = True,
         layer_norm_eps: float = 1e-5,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
@@ -63,8 +65,10 @@ class DecoderLayer(nn.Module):
         self.dropout_p = check_probability("dropout", dropout)
         if not check_number("layer_norm_eps", layer_norm_eps) > 0:
             raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps}")
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.self_attention, self.cross_attention = (
+            MultiHeadAttention(d_model, num_heads, dropout=dropout, num_kv_heads=num_kv_heads)
+            for _ in range(2)
+        )
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1, self.norm2, self.norm3 = (
             nn.LayerNorm(d_model, eps=layer_norm_eps) for _ in range(3)
@@ -217,8 +221,9 @@ class Decoder(nn.Module):
         positions = SinusoidalPositions if c.positions == "sinusoidal" else LearnedPositions
         self.positions = positions(d, c.max_len)
         self.dropout = nn.Dropout(c.dropout)
+        layer_options = (c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation, c.fused)
         self.layers = nn.ModuleList(
-            DecoderLayer(d, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation, c.fused)
+            DecoderLayer(d, *layer_options, num_kv_heads=c.decoder_kv_heads)
             for _ in range(c.num_layers)
         )
         self.final_norm = nn.LayerNorm(d) if c.norm_first else nn.Identity()

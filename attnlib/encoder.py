@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import torch
@@ -34,7 +34,12 @@ _is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)
 
 @dataclass
 class TransformerConfig:
-    """Everything needed to rebuild an encoder; ``to_dict`` / ``from_dict`` for checkpoints."""
+    """Everything needed to rebuild an encoder; ``to_dict`` / ``from_dict`` for checkpoints.
+
+    ``decoder_kv_heads`` (None: ``num_heads``) gives the decoder's attention that many key/value
+    heads, grouped-query attention (1: multi-query), which shrinks the KV cache of
+    :mod:`attnlib.generation`; the encoder, which keeps no cache, has one per query head.
+    """
 
     vocab_size: int
     d_model: int = 256
@@ -48,6 +53,15 @@ class TransformerConfig:
     pad_id: int = 0
     fused: bool = True
     activation: str = "relu"
+    decoder_kv_heads: int | None = None
+
+    def __repr__(self) -> str:
+        # The decoder's option is named only when set, so an encoder's configuration reads as it
+        # did before Part V (chapters 12 and 13 print it).
+        shown = [f for f in fields(self) if f.name != "decoder_kv_heads" or self.decoder_kv_heads]
+        return (
+            f"TransformerConfig({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
+        )
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
@@ -59,6 +73,12 @@ class TransformerConfig:
                 f"num_heads={self.num_heads} does not divide d_model={self.d_model}: each head "
                 "needs d_model / num_heads features"
             )
+        if self.decoder_kv_heads is not None:
+            kv_heads = check_count("decoder_kv_heads", self.decoder_kv_heads)
+            if self.num_heads % kv_heads != 0:
+                raise ValueError(
+                    f"decoder_kv_heads={kv_heads} does not divide num_heads={self.num_heads}"
+                )
         self.dropout = check_probability("dropout", self.dropout)
         self.norm_first = check_flag("norm_first", self.norm_first)
         self.fused = check_flag("fused", self.fused)

@@ -4,10 +4,12 @@
 :class:`~attnlib.decoder.Decoder` whose target embedding is also the output projection.
 Decoding without a cache runs the decoder over the whole prefix at every step, recomputing
 the keys and values of every earlier position in every layer, and the memory's too. A
-:class:`KVCache` keeps them: each layer's self-attention keys and values ``(batch, heads,
-steps, head_dim)`` grow by one position a step; the cross-attention's ``(batch, heads, src,
-head_dim)`` are computed once. Both give the same tokens. A cache is for inference, and
-assumes no padding inside the target prefix (greedy decoding makes none).
+:class:`KVCache` keeps them: each layer's self-attention keys and values ``(batch, kv_heads,
+steps, head_dim)`` grow by one position a step; the cross-attention's ``(batch, kv_heads, src,
+head_dim)`` are computed once. ``kv_heads`` is ``num_heads`` unless the config's
+``decoder_kv_heads`` groups them (grouped-query attention), which shrinks the cache by
+``num_heads / kv_heads``. Both give the same tokens. A cache is for inference, and assumes no
+padding inside the target prefix (greedy decoding makes none).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import dataclasses
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attnlib._checks import check_count, check_flag, check_int
@@ -100,27 +101,24 @@ def _attend_heads(
     mask4d: MaybeTensor,
     fused: bool,
 ) -> tuple[torch.Tensor, MaybeTensor]:
-    """Heads (batch, heads, n_q, head_dim) and weights (batch, heads, n_q, n_keys) or None if
-    fused; a query with no allowed key gets a zero output on both paths, as in attnlib."""
-    if not fused:
-        return attend_unchecked(queries, keys, values, mask4d, dropout=attention.dropout)
-    dropout_p = attention.dropout_p if attention.training else 0.0
-    heads = F.scaled_dot_product_attention(
-        queries, keys, values, attn_mask=mask4d, dropout_p=dropout_p
-    )
-    if mask4d is not None:
-        heads = torch.where(mask4d.any(dim=-1, keepdim=True), heads, torch.zeros_like(heads))
-    return heads, None
+    """Queries (batch, heads, n_q, hd), keys and values (batch, kv_heads, n_keys, hd) -> heads
+    (batch, heads, n_q, hd) and weights (batch, heads, n_q, n_keys) or None if fused; a query
+    with no allowed key gets a zero output on both paths, as in attnlib."""
+    if fused:  # SDPA, sharing each key/value head among its group without copying it
+        return attention._fused_attention(queries, keys, values, mask4d), None
+    keys, values = attention.repeat_kv_heads(keys), attention.repeat_kv_heads(values)
+    return attend_unchecked(queries, keys, values, mask4d, dropout=attention.dropout)
 
 
 class LayerCache:
-    """One decoder layer's keys and values: self-attention's (batch, heads, steps, head_dim),
-    one position longer after each step; cross-attention's (batch, heads, src, head_dim)."""
+    """One decoder layer's keys and values: self-attention's (batch, kv_heads, steps, head_dim),
+    one position longer after each step; cross-attention's (batch, kv_heads, src, head_dim)."""
 
     def __init__(self, cross_attention: MultiHeadAttention, memory: torch.Tensor) -> None:
         # The memory does not change while decoding: project it once, not once a step.
-        self.memory_keys = cross_attention.split_heads(cross_attention.key_projection(memory))
-        self.memory_values = cross_attention.split_heads(cross_attention.value_projection(memory))
+        attention = cross_attention
+        self.memory_keys = attention.split_kv_heads(attention.key_projection(memory))
+        self.memory_values = attention.split_kv_heads(attention.value_projection(memory))
         self.keys: torch.Tensor | None = None
         self.values: torch.Tensor | None = None
 
@@ -134,11 +132,11 @@ class LayerCache:
     ) -> tuple[torch.Tensor, MaybeTensor]:
         """New positions x (batch, n, d_model) -> output (batch, n, d_model), weights (batch,
         heads, n, cached + n) or None; their keys and values join the cache."""
-        keys = attention.split_heads(attention.key_projection(x))  # (batch, heads, n, hd)
-        values = attention.split_heads(attention.value_projection(x))
+        keys = attention.split_kv_heads(attention.key_projection(x))  # (batch, kv_heads, n, hd)
+        values = attention.split_kv_heads(attention.value_projection(x))
         if self.keys is not None:
             keys, values = torch.cat([self.keys, keys], 2), torch.cat([self.values, values], 2)
-        self.keys, self.values = keys, values  # (batch, heads, cached + n, hd)
+        self.keys, self.values = keys, values  # (batch, kv_heads, cached + n, hd)
         queries = attention.split_heads(attention.query_projection(x))
         n_new, n_all = x.shape[1], keys.shape[2]
         # One new position sees every cached one; a block of them must not see its own future.
@@ -168,6 +166,15 @@ class KVCache:
     hand it to :meth:`Decoder.decode`, which feeds it the next positions."""
 
     def __init__(self, decoder: Decoder, memory: torch.Tensor) -> None:
+        for layer in decoder.layers:
+            for attention in (layer.self_attention, layer.cross_attention):
+                # A subclass may change what happens between projection and scores (rotary
+                # positions do), which the cache, projecting and attending itself, would skip.
+                if type(attention) is not MultiHeadAttention:
+                    raise TypeError(
+                        f"KVCache works with attnlib's MultiHeadAttention only, not with "
+                        f"{type(attention).__name__}: decode with use_cache=False"
+                    )
         self.layers = [LayerCache(layer.cross_attention, memory) for layer in decoder.layers]
 
     @property
@@ -187,13 +194,16 @@ def kv_cache_bytes(
     memory_len: int = 0,
     dtype: torch.dtype = torch.float32,
 ) -> int:
-    """Bytes of a :class:`KVCache` after ``length`` steps, by formula: keys and values, d_model
-    numbers each (heads x head_dim), per layer, per sequence, per cached position."""
+    """Bytes of a :class:`KVCache` after ``length`` steps, by formula: keys and values,
+    kv_heads x head_dim numbers each (d_model unless ``config.decoder_kv_heads`` groups the
+    heads), per layer, per sequence, per cached position."""
     check_count("batch", batch)
     check_int("length", length)
     check_int("memory_len", memory_len)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    return 2 * config.num_layers * batch * (length + memory_len) * config.d_model * itemsize
+    kv_heads = config.num_heads if config.decoder_kv_heads is None else config.decoder_kv_heads
+    features = kv_heads * (config.d_model // config.num_heads)  # per key (and per value)
+    return 2 * config.num_layers * batch * (length + memory_len) * features * itemsize
 
 
 @dataclass
@@ -215,13 +225,14 @@ def greedy_decode(
     source_key_mask: torch.Tensor | None = None,
     *,
     start_id: int,
-    end_id: int,
+    end_id: int | None,
     max_len: int = 20,
     use_cache: bool = True,
     need_weights: bool = True,
 ) -> Generated:
     """Feed back the likeliest token from ``start_id`` until every sequence has produced
-    ``end_id`` or ``max_len`` tokens; finished sequences get the target's pad id.
+    ``end_id`` or ``max_len`` tokens; finished sequences get the target's pad id. With
+    ``end_id=None`` nothing ends early: exactly ``max_len`` tokens (for timing, say).
 
     ``source`` (batch, src) ids, ``source_key_mask`` (batch, src) True at real tokens. The model
     runs in eval mode (no dropout) and gets its mode back afterwards. ``need_weights`` takes the
@@ -231,7 +242,7 @@ def greedy_decode(
         raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
     config = model.target_config
     for name, token in (("start_id", start_id), ("end_id", end_id)):
-        if check_int(name, token) >= config.vocab_size:
+        if token is not None and check_int(name, token) >= config.vocab_size:
             raise ValueError(
                 f"{name}={token} is outside the target vocabulary 0..{config.vocab_size - 1}"
             )
@@ -257,7 +268,7 @@ def _greedy(
     source: torch.Tensor,
     source_key_mask: torch.Tensor | None,
     start_id: int,
-    end_id: int,
+    end_id: int | None,
     max_len: int,
     use_cache: bool,
     need_weights: bool,
@@ -286,8 +297,9 @@ def _greedy(
         tokens.append(token)
         logits.append(step_logits)
         inputs = torch.cat([inputs, token[:, None]], dim=1)
-        finished |= token == end_id
-        if bool(finished.all()):  # one host sync a step
-            break
+        if end_id is not None:
+            finished |= token == end_id
+            if bool(finished.all()):  # one host sync a step
+                break
     cross_weights = torch.stack(weights, dim=3) if need_weights else None
     return Generated(torch.stack(tokens, 1), torch.stack(logits, 1), cross_weights, cache)

@@ -9,7 +9,9 @@ of a permuted feature order, chosen there because contiguous halves are cheaper 
 weights trained one way need their query and key projection rows permuted to run the other.
 
 Because a rotation by m then by -n is a rotation by m - n, the score of a query at m and a key
-at n depends on the offset m - n only.
+at n depends on the offset m - n only. :class:`RotaryMultiHeadAttention` applies the rotation
+inside self-attention, between the projections and the scores, in place of a position table
+added to the input.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from attnlib._checks import check_count, check_floating, check_number
+from attnlib.attention import MultiHeadAttention, attend_unchecked
 
 
 def rotary_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -88,3 +91,72 @@ def _check_positions(positions: object) -> torch.Tensor:
             f"positions must be (seq,) or (batch, seq), got shape {tuple(positions.shape)}"
         )
     return positions
+
+
+class RotaryMultiHeadAttention(MultiHeadAttention):
+    """:class:`MultiHeadAttention` whose queries and keys are rotated by their positions, head by
+    head, after the projections: the scores see offsets only, and no table is added to x.
+
+    Keys stand at positions 0 .. n_keys - 1 and the n_queries queries at the last positions
+    (as :func:`attnlib.masks.causal_mask` places them), so it is meant for self-attention.
+    Swap it into a model with :meth:`from_attention`, which keeps the weights.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        bias: bool = True,
+        dropout: float = 0.0,
+        num_kv_heads: int | None = None,
+        base: float = 10000.0,
+    ) -> None:
+        super().__init__(d_model, num_heads, bias, dropout, num_kv_heads)
+        rotary_frequencies(self.head_dim, base)  # checks: an even head_dim, a positive base
+        self.base = float(base)
+
+    @classmethod
+    def from_attention(
+        cls, attention: MultiHeadAttention, base: float = 10000.0
+    ) -> RotaryMultiHeadAttention:
+        """A rotary copy of ``attention``: the same sizes, dropout and weights (copied)."""
+        if not isinstance(attention, MultiHeadAttention):
+            raise TypeError(
+                f"attention must be a MultiHeadAttention, got {type(attention).__name__}"
+            )
+        bias = attention.query_projection.bias is not None
+        rotary = cls(
+            attention.d_model,
+            attention.num_heads,
+            bias,
+            attention.dropout_p,
+            attention.num_kv_heads,
+            base,
+        )
+        rotary.load_state_dict(attention.state_dict())
+        weight = attention.query_projection.weight
+        return rotary.to(device=weight.device, dtype=weight.dtype).train(attention.training)
+
+    def forward_prepared(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask4d: torch.Tensor | None,
+        fused: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """As :meth:`MultiHeadAttention.forward_prepared`, with queries and keys rotated:
+        output (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) or None."""
+        n_queries, n_keys = query.shape[1], key.shape[1]
+        positions = torch.arange(n_keys, device=key.device)
+        queries = self.split_heads(self.query_projection(query))  # (batch, heads, n_q, hd)
+        keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_keys, hd)
+        values = self.split_kv_heads(self.value_projection(value))
+        queries = apply_rotary(queries, positions[n_keys - n_queries :], self.base)
+        keys = apply_rotary(keys, positions, self.base)
+        if fused:
+            heads, weights = self._fused_attention(queries, keys, values, mask4d), None
+        else:
+            keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
+            heads, weights = attend_unchecked(queries, keys, values, mask4d, dropout=self.dropout)
+        return self.output_projection(self.merge_heads(heads)), weights

@@ -20,6 +20,19 @@ A second table prices the input checks of a whole from-scratch forward with a pa
 checks, reproduced here with the library's own check functions), each over
 ``forward_prepared`` (no checks at all) on the same input.
 
+One more table, printed after that one, times attention alone on ``(batch, heads, n,
+head_dim)`` tensors at a few lengths, forward only: ``attnlib.flash.flash_attention`` (tiles of
+64 in a Python loop, not causal), ``attend`` from scratch (the whole score matrix) and SDPA; it
+gives ratios to SDPA and no verdict, since the Python loop shows the idea and is not meant to
+be fast.
+
+A decoding table times greedy decoding from an untrained ``EncoderDecoder`` (d_model 128, 4
+heads, 2 layers each side; 16 sources of 16 tokens) at a few output lengths, with no end token so
+that every run makes exactly that many tokens: with the KV cache (one new position a step) and
+without it (the whole prefix again every step). It gives milliseconds per generated token and
+the ratio uncached / cached, which grows with the length; no verdict. Its rounds are capped at
+5, since the uncached runs at the longest length take a while.
+
 Times are medians over rounds of ``torch.utils.benchmark.Timer`` samples (the timer
 synchronises CUDA); the variants are interleaved within each round so that load from elsewhere
 hits them alike, and each ratio is the median over rounds of that round's time over the
@@ -42,8 +55,11 @@ from torch import nn
 from torch.utils import benchmark
 
 from attnlib._checks import check_mask, check_tensor
-from attnlib.attention import MultiHeadAttention
+from attnlib.attention import MultiHeadAttention, attend
 from attnlib.config import choose_device
+from attnlib.encoder import TransformerConfig
+from attnlib.flash import flash_attention
+from attnlib.generation import EncoderDecoder, greedy_decode
 from attnlib.masks import padding_mask
 from attnlib.transformer import EncoderLayer
 
@@ -55,6 +71,15 @@ VARIANTS = ("scratch", "fused", "direct", "torch")
 CHECK_VARIANTS = ("prepared", "checked", "before")
 LAYER_THRESHOLD = 1.3
 LAYER_VARIANTS = ("ours", "torch")
+# (batch, heads, n, head_dim): lengths that are not multiples of the 64-key tile
+FULL_TILED_SIZES = [(2, 8, 500, 64), (2, 8, 1000, 64), (1, 8, 2000, 64)]
+QUICK_TILED_SIZES = [(1, 4, 250, 64), (1, 4, 1000, 64)]
+TILED_VARIANTS = ("tiled", "scratch", "sdpa")
+# tokens generated per sequence, with and without the KV cache
+FULL_DECODE_LENGTHS = [16, 64, 128]
+QUICK_DECODE_LENGTHS = [8, 32]
+DECODE_VARIANTS = ("cached", "uncached")
+DECODE_ROUNDS = 5
 
 
 def direct_sdpa(mha: MultiHeadAttention) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -163,6 +188,79 @@ def build_layers(
         ours_step().detach() * keep, torch_step().detach() * keep, rtol=1e-4, atol=1e-4
     )
     return {"ours": ours_step, "torch": torch_step}
+
+
+def build_tiled(size: tuple[int, int, int, int], device: torch.device) -> dict[str, Callable]:
+    """Attention alone on one (batch, heads, n, head_dim) input: tiled, from scratch, SDPA."""
+    batch, heads, n, head_dim = size
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(batch, heads, n, head_dim, device=device) for _ in range(3))
+    calls = {
+        "tiled": lambda: flash_attention(q, k, v, block_size=64),
+        "scratch": lambda: attend(q, k, v)[0],
+        "sdpa": lambda: F.scaled_dot_product_attention(q, k, v),
+    }
+    for name in ("tiled", "scratch"):
+        torch.testing.assert_close(calls[name](), calls["sdpa"](), rtol=1e-4, atol=1e-4, msg=name)
+    return calls
+
+
+def print_tiled(sizes, device: torch.device, rounds: int, target_s: float) -> None:
+    """The table of attention alone: the tiled Python loop against from-scratch and SDPA."""
+    print("\nattention alone, forward: tiled (Python loop, 64 x 64 tiles) vs from scratch vs SDPA:")
+    header = (
+        f"{'batch':>5} {'heads':>5} {'n':>5} {'head_dim':>8} | "
+        + " ".join(f"{name + ' ms':>10}" for name in TILED_VARIANTS)
+        + " | "
+        + " ".join(f"{name + '/sdpa':>12}" for name in TILED_VARIANTS if name != "sdpa")
+    )
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        ms, ratios = summarise(measure(build_tiled(size, device), rounds, target_s), "sdpa")
+        print(
+            " ".join(f"{n:>{w}}" for n, w in zip(size, (5, 5, 5, 8), strict=True))
+            + " | "
+            + " ".join(f"{ms[name]:>10.3f}" for name in TILED_VARIANTS)
+            + " | "
+            + " ".join(f"{ratios[name]:>11.2f}x" for name in TILED_VARIANTS if name != "sdpa")
+        )
+
+
+def build_decoding(length: int, device: torch.device) -> dict[str, Callable]:
+    """Greedy decoding of ``length`` tokens, with and without the cache; checks equal tokens."""
+    torch.manual_seed(0)
+    config = TransformerConfig(
+        vocab_size=64, d_model=128, num_heads=4, num_layers=2, d_ff=256, dropout=0.0
+    )
+    model = EncoderDecoder(config).to(device).eval()
+    source = torch.randint(3, 64, (16, 16), device=device)
+    options = {"start_id": 1, "end_id": None, "max_len": length, "need_weights": False}
+    calls = {
+        "cached": lambda: greedy_decode(model, source, use_cache=True, **options).tokens,
+        "uncached": lambda: greedy_decode(model, source, use_cache=False, **options).tokens,
+    }
+    assert torch.equal(calls["cached"](), calls["uncached"]()), "the cache changed the tokens"
+    return calls
+
+
+def print_decoding(lengths, device: torch.device, rounds: int, target_s: float) -> None:
+    """The table of greedy decoding with and without the KV cache, per generated token."""
+    print("\ngreedy decoding, 16 sequences, d_model 128, 2 + 2 layers: with and without KV cache")
+    header = (
+        f"{'tokens':>6} | "
+        + " ".join(f"{name + ' ms/token':>18}" for name in DECODE_VARIANTS)
+        + f" | {'uncached/cached':>15}"
+    )
+    print(header)
+    print("-" * len(header))
+    for length in lengths:
+        ms, ratios = summarise(measure(build_decoding(length, device), rounds, target_s), "cached")
+        print(
+            f"{length:>6} | "
+            + " ".join(f"{ms[name] / length:>18.3f}" for name in DECODE_VARIANTS)
+            + f" | {ratios['uncached']:>14.2f}x"
+        )
 
 
 def print_layers(sizes, device: torch.device, rounds: int, target_s: float) -> float:
@@ -302,6 +400,10 @@ def main() -> None:
     with torch.inference_mode():
         worst = print_paths(sizes, device, args.repeats, target_s)
         print_checks(sizes, device, args.repeats, target_s)
+        tiled_sizes = QUICK_TILED_SIZES if args.quick else FULL_TILED_SIZES
+        print_tiled(tiled_sizes, device, args.repeats, target_s)
+        lengths = QUICK_DECODE_LENGTHS if args.quick else FULL_DECODE_LENGTHS
+        print_decoding(lengths, device, min(args.repeats, DECODE_ROUNDS), target_s)
     worst_layer = print_layers(sizes, device, args.repeats, target_s)
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (CPU timings are noisy under load)")
     verdict = "OK" if worst <= THRESHOLD else "FAIL"

@@ -242,3 +242,44 @@ def test_model_and_decoder_input_refusals():
         decoder(target, _randn(3, 5, 16, seed=0))
     with pytest.raises(TypeError, match="memory is torch.float64 but the module's weights"):
         decoder(target, _randn(2, 5, 16, seed=0).double())
+
+
+# --- grouped key/value heads -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_grouped_decoder_layer_has_smaller_key_value_projections(kv_heads):
+    layer = DecoderLayer(16, 4, 24, dropout=0.0, num_kv_heads=kv_heads)
+    plain = DecoderLayer(16, 4, 24, dropout=0.0)
+    for attention in (layer.self_attention, layer.cross_attention):
+        assert attention.num_kv_heads == kv_heads
+        assert attention.key_projection.weight.shape == (kv_heads * 4, 16)  # head_dim 4
+    # Each attention saves 2 (K, V) x (16 - 4 kv_heads) x (16 inputs + 1 bias).
+    saved = 2 * 2 * (16 - 4 * kv_heads) * 17
+    assert count_parameters(plain) - count_parameters(layer) == saved
+
+
+def test_decoder_takes_decoder_kv_heads_from_the_config():
+    torch.manual_seed(0)
+    model = EncoderDecoder(TransformerConfig(**SMALL, decoder_kv_heads=2, dropout=0.0)).eval()
+    for layer in model.decoder.layers:
+        assert layer.self_attention.num_kv_heads == layer.cross_attention.num_kv_heads == 2
+    assert model.encoder.layers[0].attention.num_kv_heads == 4  # the encoder keeps no cache
+    source, target = _ids(2, 5, 11, seed=1), _ids(2, 4, 11, seed=2)
+    fused, _ = model(source, target)
+    for layer in model.decoder.layers:
+        layer.fused = False
+    scratch, cross = model(source, target, need_weights=True)
+    torch.testing.assert_close(fused, scratch, rtol=0, atol=1e-5)
+    assert cross.shape == (2, 2, 4, 4, 5)  # weights per query head: (batch, layers, heads, t, s)
+
+
+def test_decoder_kv_heads_must_divide_num_heads():
+    with pytest.raises(ValueError, match="decoder_kv_heads=3 does not divide num_heads=4"):
+        TransformerConfig(**SMALL, decoder_kv_heads=3)
+    with pytest.raises(ValueError, match="decoder_kv_heads must be positive, got 0"):
+        TransformerConfig(**SMALL, decoder_kv_heads=0)
+    config = TransformerConfig(**SMALL, decoder_kv_heads=1)
+    assert TransformerConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ValueError, match="no grouped key/value heads"):
+        DecoderLayer(16, 4, 24, num_kv_heads=2).load_from_torch(_torch_layer(False))

@@ -186,3 +186,49 @@ def test_greedy_decode_refusals():
         greedy_decode(model, source + 1, start_id=START, end_id=END)
     with pytest.raises(ValueError, match=r"key_mask must be \(batch, n_keys\) = \(2, 4\)"):
         greedy_decode(model, source, _key_mask([3, 2], 3), start_id=START, end_id=END)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+@pytest.mark.parametrize("fused", [False, True])
+def test_grouped_cache_holds_kv_heads_and_equals_recomputing(kv_heads, fused):
+    torch.manual_seed(1)
+    config = TransformerConfig(**SMALL, fused=fused, max_len=20, decoder_kv_heads=kv_heads)
+    model = EncoderDecoder(config)
+    source = torch.randint(3, 9, (4, 7), generator=torch.Generator().manual_seed(2))
+    source_key_mask = _key_mask([7, 5, 3, 1], 7)
+    options = {"start_id": START, "end_id": None, "max_len": 9, "need_weights": not fused}
+    cached = greedy_decode(model, source, source_key_mask, **options)
+    recomputed = greedy_decode(model, source, source_key_mask, use_cache=False, **options)
+    assert torch.equal(cached.tokens, recomputed.tokens) and cached.tokens.shape == (4, 9)
+    torch.testing.assert_close(cached.logits, recomputed.logits, rtol=0, atol=1e-5)
+    layer = cached.cache.layers[0]
+    assert layer.keys.shape == (4, kv_heads, 9, 8) and layer.memory_keys.shape == (
+        4,
+        kv_heads,
+        7,
+        8,
+    )
+    # 2 (keys, values) x 2 layers x 4 sequences x (9 steps + 7 source) x kv_heads x 8 x 4 bytes
+    expected = 2 * 2 * 4 * (9 + 7) * kv_heads * 8 * 4
+    assert cached.cache.nbytes() == expected == kv_cache_bytes(config, 4, 9, memory_len=7)
+
+
+def test_end_id_none_decodes_exactly_max_len_tokens(trained):
+    model, source, source_key_mask, target_out = trained
+    result = greedy_decode(model, source, source_key_mask, start_id=START, end_id=None, max_len=9)
+    assert result.tokens.shape == (16, 9) and result.cache.length == 9
+    # Up to END the tokens are those of decoding with an end token; then it goes on.
+    assert torch.equal(result.tokens[0, :6], target_out[0])
+
+
+def test_cache_refuses_attention_it_would_bypass():
+    from attnlib.positions import RotaryMultiHeadAttention
+
+    model = _untrained_model(norm_first=False, fused=True)
+    layer = model.decoder.layers[1]
+    layer.self_attention = RotaryMultiHeadAttention.from_attention(layer.self_attention)
+    source = torch.randint(3, 9, (2, 4), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(TypeError, match="not with RotaryMultiHeadAttention: decode with use_cac"):
+        greedy_decode(model, source, start_id=START, end_id=END, max_len=3)
+    result = greedy_decode(model, source, start_id=START, end_id=None, max_len=3, use_cache=False)
+    assert result.tokens.shape == (2, 3)

@@ -4,8 +4,17 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from attnlib.positions import apply_rotary, rotary_angles, rotary_frequencies
+from attnlib.attention import MultiHeadAttention
+from attnlib.encoder import Encoder, TransformerConfig
+from attnlib.masks import causal_mask
+from attnlib.positions import (
+    RotaryMultiHeadAttention,
+    apply_rotary,
+    rotary_angles,
+    rotary_frequencies,
+)
 from attnlib.transformer import offset_rotation
 
 
@@ -135,3 +144,86 @@ def test_rotary_errors_name_the_problem():
         apply_rotary(x, [0, 1, 2, 3, 4])
     with pytest.raises(TypeError, match="x must be a floating-point tensor"):
         apply_rotary(torch.zeros(2, 5, 6, dtype=torch.long), torch.arange(5))
+
+
+# --- rotary attention ------------------------------------------------------------------------
+
+
+def _rotary(kv_heads: int | None = None) -> RotaryMultiHeadAttention:
+    torch.manual_seed(11)
+    plain = MultiHeadAttention(16, 4, num_kv_heads=kv_heads).eval()
+    return RotaryMultiHeadAttention.from_attention(plain, base=100.0)
+
+
+@pytest.mark.parametrize("kv_heads", [None, 2])
+@pytest.mark.parametrize("fused", [False, True])
+def test_rotary_attention_rotates_queries_and_keys_after_projection(kv_heads, fused):
+    mha = _rotary(kv_heads)
+    x = _randn(2, 6, 16, seed=12, dtype=torch.float32)
+    mask = causal_mask(6)
+    out, weights = mha(x, mask=mask, fused=fused)
+    positions = torch.arange(6)
+    q = apply_rotary(mha.split_heads(mha.query_projection(x)), positions, base=100.0)
+    k = apply_rotary(mha.split_kv_heads(mha.key_projection(x)), positions, base=100.0)
+    v = mha.split_kv_heads(mha.value_projection(x))
+    k, v = mha.repeat_kv_heads(k), mha.repeat_kv_heads(v)
+    heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(out, mha.output_projection(mha.merge_heads(heads)))
+    assert (weights is None) == fused
+    if not fused:
+        assert weights.shape == (2, 4, 6, 6) and weights[0, 0, 0, 1].item() == 0.0
+
+
+def test_rotary_attention_does_not_see_where_a_sequence_starts():
+    """Padding in front moves every token 3 positions on; with the padding masked, the outputs
+    of the real tokens stay the same (an added position table would change them)."""
+    mha = _rotary()
+    x = _randn(1, 5, 16, seed=13, dtype=torch.float32)
+    padded = torch.cat([_randn(1, 3, 16, seed=14, dtype=torch.float32), x], dim=1)
+    key_mask = torch.tensor([[False] * 3 + [True] * 5])
+    out, _ = mha(x)
+    shifted, _ = mha(padded, key_mask=key_mask)
+    torch.testing.assert_close(shifted[:, 3:], out, rtol=0, atol=1e-5)
+    plain = MultiHeadAttention(16, 4).eval()
+    plain.load_state_dict(mha.state_dict())
+    assert (plain(padded, key_mask=key_mask)[0][:, 3:] - plain(x)[0]).abs().max() < 1e-5
+    assert (shifted[:, 3:] - plain(x)[0]).abs().max() > 1e-2  # rotary does change the output
+
+
+def test_rotary_queries_stand_at_the_last_key_positions():
+    mha = _rotary()
+    x = _randn(1, 7, 16, seed=15, dtype=torch.float32)
+    full, _ = mha(x, mask=causal_mask(7))
+    last, _ = mha(x[:, 5:], x, x, mask=causal_mask(2, 7))
+    torch.testing.assert_close(last, full[:, 5:])
+
+
+def test_from_attention_keeps_weights_mode_and_sizes_and_refuses_others():
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(12, 2, bias=False, dropout=0.25, num_kv_heads=1)
+    rotary = RotaryMultiHeadAttention.from_attention(plain)
+    assert rotary.training and rotary.dropout_p == 0.25 and rotary.num_kv_heads == 1
+    assert rotary.base == 10000.0 and rotary.query_projection.bias is None
+    torch.testing.assert_close(rotary.key_projection.weight, plain.key_projection.weight)
+    assert rotary.key_projection.weight is not plain.key_projection.weight  # a copy
+    with pytest.raises(TypeError, match="attention must be a MultiHeadAttention, got Linear"):
+        RotaryMultiHeadAttention.from_attention(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="dim must be even: 3"):
+        RotaryMultiHeadAttention(12, 4)  # head_dim 3
+    with pytest.raises(ValueError, match="base must be positive"):
+        RotaryMultiHeadAttention(12, 2, base=-1.0)
+
+
+def test_encoder_with_rotary_layers_and_no_table_learns_nothing_from_absolute_position():
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=7, d_model=16, num_heads=2, num_layers=2, d_ff=32)
+    encoder = Encoder(config).eval()
+    encoder.positions = torch.nn.Identity()
+    for layer in encoder.layers:
+        layer.attention = RotaryMultiHeadAttention.from_attention(layer.attention)
+    ids = torch.tensor([[3, 4, 5, 6]])
+    padded = torch.tensor([[0, 0, 3, 4, 5, 6]])
+    hidden, weights = encoder(ids, need_weights=True)
+    shifted, _ = encoder(padded, key_mask=padded != 0)
+    assert weights.shape == (1, 2, 2, 4, 4)
+    torch.testing.assert_close(shifted[:, 2:], hidden, rtol=0, atol=1e-5)

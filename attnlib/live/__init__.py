@@ -27,6 +27,8 @@ SCRIPTS = ("attention.js", "encoder.js", "explorers.js", "encoder_explorers.js")
 IMDB_SCRIPTS = ("attention.js", "explorers.js", "imdb.js", "imdb_explorer.js")
 # Chapter 15's explorer (attnlib.live.flash_explorer): the online softmax of one row.
 FLASH_SCRIPTS = ("attention.js", "explorers.js", "flash.js")
+# Chapter 16's explorer (attnlib.live.rotary_explorer): rotary positions, pair by pair.
+ROTARY_SCRIPTS = ("attention.js", "explorers.js", "rotary.js")
 FALLBACK = (
     "This explorer runs in your browser with JavaScript. If you can read this, the script did "
     "not run: in JupyterLab, run the cell (or trust the notebook) to start it."
@@ -36,7 +38,7 @@ FALLBACK = (
 @cache
 def script_source(name: str) -> str:
     """The text of one of the package's JavaScript files."""
-    others = IMDB_SCRIPTS + FLASH_SCRIPTS
+    others = IMDB_SCRIPTS + FLASH_SCRIPTS + ROTARY_SCRIPTS
     known = SCRIPTS + tuple(n for n in others if n not in SCRIPTS)
     if name not in known:
         raise ValueError(f"unknown script {name!r}; expected one of {known}")
