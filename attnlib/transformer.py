@@ -102,7 +102,11 @@ class LearnedPositions(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Small normal(0, 0.02) start, as BERT and GPT-2: positions are learned from ~zero."""
+        """Small normal(0, 0.02) start: positions are learned from ~zero.
+
+        BERT starts its token embeddings at the same std, so there the two begin equal; attnlib's
+        token vectors are scaled to about unit size, so here positions start ~50x smaller
+        (chapter 08 compares both scales)."""
         nn.init.normal_(self.weight, std=0.02)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -175,6 +175,10 @@
   var CSS = [
     ".attnlib-live[data-explorer=online-softmax] input[type=text]{width:30em;max-width:100%}",
     ".attnlib-live[data-explorer=online-softmax] td{white-space:nowrap}",
+    // twelve keys of four decimals must fit a book column (688 px) without a scroll bar
+    ".attnlib-live[data-explorer=online-softmax] table{font-size:0.8em}",
+    ".attnlib-live[data-explorer=online-softmax] td," +
+      ".attnlib-live[data-explorer=online-softmax] th{padding:0.15em 0.3em}",
     ".attnlib-live[data-explorer=online-softmax] label{flex-wrap:wrap;max-width:100%}",
   ].join("");
 
