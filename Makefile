@@ -22,7 +22,7 @@ PINNED_KERNELS := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
 # `make portability` runs the chapters that train with their asserts but no stored numbers
 # compared, under another kernel set (a stand-in for a learner's laptop) and the machine's own.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SSE41
-TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 12_%),$(CPU_NOTEBOOKS))
+TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 12_% 14_% 16_%),$(CPU_NOTEBOOKS))
 # The pip mirrors of some machines print one warning per package; keep the log readable.
 QUIET_PIP := grep -v "^WARNING: Location" || true
 

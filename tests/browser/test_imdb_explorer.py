@@ -251,6 +251,10 @@ def test_the_hover_readout_forgets_a_map_once_it_is_gone(chapter_13) -> None:
         assert box is not None
         canvas.hover(position={"x": box["width"] * 0.7, "y": box["height"] * 0.7})
         assert hover.inner_text().startswith("query "), hover.inner_text()
+        # Off the map again, so that only the change below, not a pointer over the redrawn
+        # map, decides what the readout says.
+        hover.hover()
+        assert hover.inner_text().startswith("query "), hover.inner_text()
 
     point_at_the_map()
     root.locator('[data-control="review"]').fill(REVIEWS["positive"])

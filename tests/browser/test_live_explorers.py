@@ -740,6 +740,9 @@ def test_alignment_explorer_reads_a_weight_and_forgets_it(open_live, where: str)
     text = readout(explorer, "hover").inner_text()
     assert f"(step {i + 1})" in text and f"(character {j + 1})" in text, text
     assert text.endswith(f"with weight {answer['permille'][i][j] / 1000:.3f}"), text
+    # Off the map first: a pointer left over the redrawn map would read a square of the new one.
+    readout(explorer, "hover").hover()
+    assert readout(explorer, "hover").inner_text() == text  # leaving the map keeps the reading
     explorer.control("model").select_option("1")
     assert readout(explorer, "hover").inner_text() == hint, "a weight of the last map stays"
 
