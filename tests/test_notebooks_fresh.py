@@ -99,3 +99,17 @@ def test_exercise_solutions_are_folded_away_in_the_book(notebook):
     assert solutions, "each chapter ends with exercises and their solutions"
     for cell in solutions:
         assert cell.cell_type == "code" and "hide-cell" in cell.metadata.get("tags", [])
+
+
+def test_every_exercise_is_followed_by_its_own_solution(notebook):
+    """Exercise N, then a cell that is just 'Solution to exercise N', then the folded code: the
+    same layout in every chapter (not the solutions run into the exercise's text)."""
+    cells = notebook.cells
+    for index, cell in enumerate(cells):
+        heading = re.search(r"^### Exercise (\d+)", cell.source, re.MULTILINE)
+        if cell.cell_type != "markdown" or heading is None:
+            continue
+        assert "Solution to exercise" not in cell.source, f"exercise {heading[1]}: one cell"
+        label = cells[index + 1] if index + 1 < len(cells) else None
+        assert label is not None and label.cell_type == "markdown", f"exercise {heading[1]}"
+        assert label.source.strip() == f"Solution to exercise {heading[1]}", label.source[:80]
