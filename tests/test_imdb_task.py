@@ -10,7 +10,7 @@ from attnlib.data.imdb import IMDB, Reviews
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import SequenceClassifier
 from attnlib.tasks import imdb as task
-from attnlib.tasks.imdb_train import load_trained, prepare, save_trained
+from attnlib.tasks.imdb_train import load_trained, prepare, pretrain, save_trained
 
 CORPUS = [
     "a great film with a great cast",
@@ -175,3 +175,42 @@ def test_prepare_never_pretrains_on_a_test_review(tokenizer):
     assert len(pretrained) == 6 + 2  # the training reviews left after validation, 2 unlabelled
     (leaked_ids,) = task.encode_reviews(tokenizer, [leaked], 32, 8)
     assert not any(np.array_equal(ids, leaked_ids) for ids in pretrained)
+
+
+class CopyingModel(torch.nn.Module):
+    """Predicts, at each chosen position, the word its input holds there: right exactly where
+    the corruption left the word in place, never at a [MASK]."""
+
+    def __init__(self, vocab_size: int):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.unused = torch.nn.Parameter(torch.zeros(()))  # the optimizer needs a parameter
+
+    def forward(self, inputs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        shown = inputs.gather(1, positions)  # (batch, k)
+        logits = 10.0 * torch.nn.functional.one_hot(shown, self.vocab_size).float()
+        return logits + 0.0 * self.unused  # (batch, k, vocab)
+
+
+def test_pretraining_reports_accuracy_on_the_mask_positions_alone(tokenizer):
+    def reviews(texts: list[str], label: int) -> Reviews:
+        n = len(texts)
+        return Reviews(
+            texts, np.full(n, label, np.int8), np.zeros(n, np.int8), [*map(str, range(n))]
+        )
+
+    data = IMDB(
+        train=reviews(CORPUS, 1),
+        test=reviews(["i loved it"], 0),
+        unlabelled=reviews(CORPUS, -1),
+        digest="0" * 64,
+    )
+    config = small_config(max_len=8, head_tokens=2, n_valid=10, seed=0, pretrain_steps=2)
+    config = config.__class__(**{**config.to_dict(), "pretrain_batch": 2, "mask_fraction": 0.5})
+    prepared = prepare(data, tokenizer, config)
+    model = CopyingModel(tokenizer.vocab_size)
+    result = pretrain(model, prepared, tokenizer, torch.device("cpu"), chunks=1, progress=False)
+    metrics = result.history.metrics
+    # the copying model is right on every position left unchanged, and on no [MASK]
+    assert metrics["mask_token_accuracy"] == [0.0]
+    assert 0.0 < metrics["masked_accuracy"][0] < 0.5

@@ -1,0 +1,44 @@
+"""Paired comparisons of two classifiers on the same test items.
+
+Two models scored on the same reviews disagree on some of them; McNemar's test asks whether
+the reviews only the first gets right outnumber those only the second gets right by more than
+chance would. It is the test to use when two accuracies come from one shared test set, where
+their difference is far less noisy than two independent samples would be.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """The discordant pairs and the exact two-sided p-value of McNemar's test."""
+
+    only_first: int  # items the first model gets right and the second wrong
+    only_second: int  # items the second model gets right and the first wrong
+    p_value: float
+
+
+def mcnemar(first_correct: Sequence[bool], second_correct: Sequence[bool]) -> McNemar:
+    """Exact McNemar test on per-item correctness (n,) of two models on the same n items."""
+    first = np.asarray(first_correct)
+    second = np.asarray(second_correct)
+    if first.ndim != 1 or first.shape != second.shape:
+        raise ValueError(
+            f"need two 1-D arrays of the same length, got shapes {first.shape} and {second.shape}"
+        )
+    if first.dtype != np.bool_ or second.dtype != np.bool_:
+        raise TypeError(f"correctness must be boolean, got {first.dtype} and {second.dtype}")
+    only_first = int((first & ~second).sum())
+    only_second = int((~first & second).sum())
+    n = only_first + only_second
+    # Under the null each discordant item is a fair coin: a two-sided binomial tail, exactly.
+    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1))
+    p_value = min(1.0, float(2 * Fraction(tail, 2**n)))
+    return McNemar(only_first, only_second, p_value)

@@ -1,0 +1,46 @@
+"""McNemar's exact test: the discordant counts, the p-value and the checks on its inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnlib.stats import mcnemar
+
+
+def pairs(both: int, only_first: int, only_second: int, neither: int):
+    first = [True] * both + [True] * only_first + [False] * only_second + [False] * neither
+    second = [True] * both + [False] * only_first + [True] * only_second + [False] * neither
+    return np.array(first), np.array(second)
+
+
+def test_counts_only_the_items_the_models_disagree_on():
+    result = mcnemar(*pairs(both=90, only_first=1, only_second=5, neither=4))
+    assert (result.only_first, result.only_second) == (1, 5)
+    # 2 * (C(6, 0) + C(6, 1)) / 2**6 = 2 * 7 / 64
+    assert result.p_value == pytest.approx(0.21875, abs=1e-15)
+
+
+def test_agreement_and_a_tie_give_p_one():
+    assert mcnemar(*pairs(10, 0, 0, 3)).p_value == 1.0
+    assert mcnemar(*pairs(10, 7, 7, 3)).p_value == 1.0
+
+
+def test_a_lopsided_split_is_significant():
+    result = mcnemar(*pairs(1000, 0, 12, 0))
+    assert result.p_value == pytest.approx(2 / 2**12, rel=1e-12)  # 0.00049
+
+
+def test_large_counts_agree_with_the_normal_approximation():
+    result = mcnemar(*pairs(5000, 300, 360, 335))
+    z = (abs(300 - 360) - 1) / math.sqrt(300 + 360)  # with the continuity correction
+    assert result.p_value == pytest.approx(math.erfc(z / math.sqrt(2)), rel=0.05)
+
+
+def test_inputs_are_checked():
+    with pytest.raises(ValueError, match=r"same length, got shapes \(3,\) and \(2,\)"):
+        mcnemar(np.array([True, False, True]), np.array([True, False]))
+    with pytest.raises(TypeError, match="correctness must be boolean, got int64"):
+        mcnemar(np.array([1, 0]), np.array([True, False]))
