@@ -1,11 +1,13 @@
-"""JupyterLab end to end: open chapter 01, run every cell, play with its explorer.
+"""JupyterLab end to end: open a chapter, run every cell, play with its explorer.
 
-The explorer is the kernel-free one (attnlib.live), the same as the book's: it must work in the
-notebook's output too, and the chapter carries no ipywidgets copy that would freeze in the book.
+Chapters 01, 15 and 16: each explorer is the kernel-free one (attnlib.live), the same as the
+book's. It must work in the notebook's output too, and no chapter carries an ipywidgets copy
+that would freeze in the book. Chapters 15 and 16 run in quick mode (``ATTNLIB_QUICK=1``, as CI
+runs chapter 13): every cell runs, on smaller settings, and the explorers are the same.
 
-The server runs from this venv on a free local port with a random token, serving a temporary
-copy of the notebook (outputs cleared, so the explorer on screen is the one this run draws);
-the committed notebook is never touched. JupyterLab's settings and workspaces live in the
+The server runs from this venv on a free local port with a random token, serving temporary
+copies of the notebooks (outputs cleared, so the explorer on screen is the one this run draws);
+the committed notebooks are never touched. JupyterLab's settings and workspaces live in the
 temporary folder too, with news and update checks off, so nothing is fetched from outside.
 """
 
@@ -34,11 +36,26 @@ from attnlib import reference
 
 from .conftest import LOCAL_HOST, ROOT, WatchedPage
 from .helpers import expect_cells
+from .part5_checks import check_online_softmax_explorer, check_rotary_explorer
 
 NOTEBOOK = ROOT / "notebooks" / "01_self_attention_by_hand.ipynb"
-NOTEBOOK_BYTES = NOTEBOOK.read_bytes()  # to check that nothing here writes to it
+# Part V's explorers: the notebook, its explorer's name, and the check of part5_checks.py.
+PART5 = {
+    "15": (
+        ROOT / "notebooks" / "15_flash_attention.ipynb",
+        "online-softmax",
+        check_online_softmax_explorer,
+    ),
+    "16": (ROOT / "notebooks" / "16_modern_attention.ipynb", "rotary", check_rotary_explorer),
+}
+NOTEBOOKS = [NOTEBOOK] + [path for path, _, _ in PART5.values()]
+NOTEBOOK_BYTES = {path: path.read_bytes() for path in NOTEBOOKS}  # nothing here writes to them
 START_TIMEOUT_S = 30
-RUN_ALL_TIMEOUT_MS = 60_000
+# Chapter 01 runs in seconds; chapter 16 took 61 s in quick mode on an idle 2-core machine.
+RUN_ALL_TIMEOUT_MS = {
+    NOTEBOOK.name: 60_000,
+    **{path.name: 300_000 for path, _, _ in PART5.values()},
+}
 # JupyterLab user settings: all cells kept in the DOM, no news, no update checks.
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
@@ -55,7 +72,7 @@ ERROR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.er
 class Lab:
     url: str  # base URL, ending in '/'
     token: str
-    notebook: Path  # the temporary copy
+    folder: Path  # the temporary copies of NOTEBOOKS
     log: Path
 
     def log_tail(self, chars: int = 3_000) -> str:
@@ -114,7 +131,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("jupyterlab")
     root_dir = base / "notebooks"
     root_dir.mkdir()
-    notebook = clean_copy(NOTEBOOK, root_dir)
+    for path in NOTEBOOKS:
+        clean_copy(path, root_dir)
     settings = base / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / name
@@ -131,6 +149,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "IPYTHONDIR": str(base / "ipython"),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         "PYTHONUNBUFFERED": "1",
+        "ATTNLIB_QUICK": "1",
     }
     env.pop("JUPYTER_TOKEN", None)
     command = [
@@ -159,7 +178,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    running = Lab(url, token, notebook, log)
+    running = Lab(url, token, root_dir, log)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -191,7 +210,7 @@ def run_started(page) -> bool:
     return any(re.fullmatch(r"\[(\*|\d+)\]:", text.strip()) for text in prompts(page))
 
 
-def run_all_cells(page, n_code_cells: int) -> None:
+def run_all_cells(page, n_code_cells: int, timeout_ms: float) -> None:
     """Run → Run All Cells from the menu bar; wait until every code cell has run."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
@@ -217,16 +236,16 @@ def run_all_cells(page, n_code_cells: int) -> None:
                 raise AssertionError("Run → Run All Cells stayed disabled") from None
             page.locator(".jp-Notebook .jp-Cell").first.click()
     try:
-        wait_until_run(page, n_code_cells)
+        wait_until_run(page, n_code_cells, timeout_ms)
     except PlaywrightTimeoutError:
         status = page.locator(".jp-Notebook-ExecutionIndicator").get_attribute("data-status")
         raise AssertionError(
-            f"Run All Cells did not finish in {RUN_ALL_TIMEOUT_MS / 1000:.0f} s; kernel "
+            f"Run All Cells did not finish in {timeout_ms / 1000:.0f} s; kernel "
             f"{status}; prompts {prompts(page)}"
         ) from None
 
 
-def wait_until_run(page, n_code_cells: int) -> None:
+def wait_until_run(page, n_code_cells: int, timeout_ms: float) -> None:
     page.wait_for_function(
         """([n, ERROR_OUTPUT]) => {
           const prompts = Array.from(
@@ -237,7 +256,7 @@ def wait_until_run(page, n_code_cells: int) -> None:
           return prompts.length === n && (done === n || (error && !text.includes("[*]:")));
         }""",
         arg=[n_code_cells, ERROR_OUTPUT],
-        timeout=RUN_ALL_TIMEOUT_MS,
+        timeout=timeout_ms,
     )
 
 
@@ -250,14 +269,15 @@ def wait_for_idle_kernel(page, timeout: float = 45_000) -> None:
     )
 
 
-def test_chapter_01_runs_and_its_explorer_recomputes(
-    lab: Lab, watched_page: WatchedPage, screenshots: Path
-) -> None:
-    page = watched_page.page
+def open_and_run_all(lab: Lab, page, notebook: Path) -> None:
+    """Open the copy of ``notebook`` alone (a workspace of its own), run every cell, and check
+    that each ran once, in order, without an error and without an ipywidgets control."""
     n_code_cells = sum(
-        cell.cell_type == "code" for cell in nbformat.read(lab.notebook, as_version=4).cells
+        cell.cell_type == "code"
+        for cell in nbformat.read(lab.folder / notebook.name, as_version=4).cells
     )
-    page.goto(f"{lab.url}lab/tree/{lab.notebook.name}?token={lab.token}", wait_until="load")
+    workspace = f"lab/workspaces/{notebook.stem}/tree/{notebook.name}"
+    page.goto(f"{lab.url}{workspace}?token={lab.token}", wait_until="load")
     page.wait_for_function(  # every cell drawn
         "(n) => document.querySelectorAll('.jp-CodeCell .jp-InputPrompt').length === n",
         arg=n_code_cells,
@@ -265,7 +285,7 @@ def test_chapter_01_runs_and_its_explorer_recomputes(
     )
     wait_for_idle_kernel(page)
 
-    run_all_cells(page, n_code_cells)
+    run_all_cells(page, n_code_cells, RUN_ALL_TIMEOUT_MS[notebook.name])
     errors = page.locator(f".jp-Notebook {ERROR_OUTPUT}")
     assert errors.count() == 0, f"a cell raised:\n{errors.first.inner_text()[:2000]}"
     numbers = [int(t.strip()[1:-2]) for t in prompts(page)]
@@ -273,6 +293,13 @@ def test_chapter_01_runs_and_its_explorer_recomputes(
 
     # No ipywidgets explorer: in the book its controls would move while its tables stayed.
     assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() == 0
+
+
+def test_chapter_01_runs_and_its_explorer_recomputes(
+    lab: Lab, watched_page: WatchedPage, screenshots: Path
+) -> None:
+    page = watched_page.page
+    open_and_run_all(lab, page, NOTEBOOK)
 
     # The kernel-free explorer runs in JupyterLab's output as in the book.
     live = page.locator('.jp-OutputArea-output .attnlib-live[data-explorer="worked-example"]')
@@ -313,4 +340,38 @@ def test_chapter_01_runs_and_its_explorer_recomputes(
     live.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "jupyterlab_01.png"))
     watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
-    assert NOTEBOOK.read_bytes() == NOTEBOOK_BYTES, f"{NOTEBOOK} changed during the test"
+    assert NOTEBOOK.read_bytes() == NOTEBOOK_BYTES[NOTEBOOK], f"{NOTEBOOK} changed during the test"
+
+
+@pytest.mark.parametrize("chapter", list(PART5))
+def test_part5_chapter_runs_and_its_explorer_recomputes(
+    lab: Lab, watched_page: WatchedPage, screenshots: Path, chapter: str
+) -> None:
+    """Chapters 15 and 16 in quick mode; then part5_checks drives the explorer in the output."""
+    notebook, name, check = PART5[chapter]
+    page = watched_page.page
+    open_and_run_all(lab, page, notebook)
+    live = page.locator(
+        f'.jp-OutputArea-output .attnlib-live[data-explorer="{name}"][data-mounted]'
+    )
+    assert live.count() == 1, f"{live.count()} {name} explorers in chapter {chapter}'s outputs"
+    live.scroll_into_view_if_needed()
+    check(live)
+    # The keyboard reaches the explorer's own controls, not JupyterLab's shortcuts.
+    if name == "online-softmax":  # back to a row of several blocks
+        live.locator('[data-control="example"]').first.click()
+    slider = live.locator(
+        '[data-control="step"]' if name == "online-softmax" else '[data-control="offset"]'
+    )
+    before = slider.input_value()
+    slider.focus()
+    slider.press("ArrowLeft" if before != slider.get_attribute("min") else "ArrowRight")
+    assert slider.input_value() != before, (
+        f"chapter {chapter}: the arrow key did not move the slider"
+    )
+
+    wait_for_idle_kernel(page)
+    live.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"jupyterlab_{chapter}.png"))
+    watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
+    assert notebook.read_bytes() == NOTEBOOK_BYTES[notebook], f"{notebook} changed during the test"
