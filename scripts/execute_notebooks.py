@@ -16,6 +16,26 @@ import nbformat
 from nbclient import NotebookClient
 
 
+def merge_streams(notebook: nbformat.NotebookNode) -> None:
+    """Join consecutive stdout (or stderr) outputs of a cell into one, as the book shows them:
+    where a print is flushed in two parts decides nothing about what the cell printed."""
+    for cell in notebook.cells:
+        merged = []
+        for output in cell.get("outputs", []):
+            previous = merged[-1] if merged else None
+            if (
+                output.output_type == "stream"
+                and previous is not None
+                and previous.output_type == "stream"
+                and previous.name == output.name
+            ):
+                previous.text += output.text
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def execute(path: Path, timeout: int) -> float:
     """Run one notebook in its own folder with a fresh kernel; return the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
@@ -32,6 +52,7 @@ def execute(path: Path, timeout: int) -> float:
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
+    merge_streams(notebook)
     nbformat.validate(notebook)
     nbformat.write(notebook, path)
     return elapsed
