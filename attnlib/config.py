@@ -84,6 +84,21 @@ def choose_device(prefer: str | None = None) -> torch.device:
     return torch.device("cpu")
 
 
+# Dense bf16 tensor-core peaks from the vendors' data sheets (no sparsity), in TFLOP/s.
+PEAK_BF16_TFLOPS = {"H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H200": 989.0}
+
+
+def device_peak(device: torch.device) -> tuple[str, float | None]:
+    """The device's name and its dense bf16 peak in TFLOP/s (None when unknown)."""
+    if device.type != "cuda":
+        return device.type, None
+    name = torch.cuda.get_device_name(device)
+    for key, peak in PEAK_BF16_TFLOPS.items():
+        if key in name:
+            return name, peak
+    return name, None
+
+
 def _mps_available() -> bool:
     backend = getattr(torch.backends, "mps", None)
     return bool(backend is not None and backend.is_available())

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlib.config import choose_device
+from attnlib.config import choose_device, device_peak
 from attnlib.encoder import MaskedLanguageModel, SequenceClassifier, flops_per_token
 from attnlib.tasks.imdb import (
     ImdbConfig,
@@ -34,22 +34,9 @@ from attnlib.tasks.imdb import (
     pretraining_flops_per_token,
 )
 
-# Dense bf16 tensor-core peaks from the vendors' data sheets (no sparsity), in TFLOP/s.
-PEAK_BF16_TFLOPS = {"H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H200": 989.0}
 IMDB_PRETRAIN_REVIEWS = 74_000  # unlabelled + training reviews, less the held-out 1%
 IMDB_FINETUNE_REVIEWS = 24_000
 MODEL_DIR = Path(__file__).resolve().parents[1] / "attnlib" / "assets" / "imdb"
-
-
-def device_peak(device: torch.device) -> tuple[str, float | None]:
-    """The device's name and its dense bf16 peak in TFLOP/s (None when unknown)."""
-    if device.type != "cuda":
-        return device.type, None
-    name = torch.cuda.get_device_name(device)
-    for key, peak in PEAK_BF16_TFLOPS.items():
-        if key in name:
-            return name, peak
-    return name, None
 
 
 def imdb_like_lengths(count: int, max_len: int, seed: int = 0) -> np.ndarray:

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 import torch
 
+from attnlib.config import device_peak
 from attnlib.data.imdb import IMDB, Reviews
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import SequenceClassifier
 from attnlib.tasks import imdb as task
-from attnlib.tasks.imdb_train import load_trained, prepare, pretrain, save_trained
+from attnlib.tasks.imdb_train import PhaseResult, load_trained, prepare, pretrain, save_trained
+from attnlib.training import Evaluation, History
 
 CORPUS = [
     "a great film with a great cast",
@@ -214,3 +216,35 @@ def test_pretraining_reports_accuracy_on_the_mask_positions_alone(tokenizer):
     # the copying model is right on every position left unchanged, and on no [MASK]
     assert metrics["mask_token_accuracy"] == [0.0]
     assert 0.0 < metrics["masked_accuracy"][0] < 0.5
+
+
+def phase_with_chunks() -> PhaseResult:
+    """Three chunks of 10 steps of 100 tokens: the first took 5 s (compiling), the others 1 s."""
+    history = History()
+    for step, seconds in ((10, 5.0), (20, 6.0), (30, 7.0)):
+        history.evaluations.append(Evaluation(step, 1, seconds, {}))
+    history.steps = 30
+    extra = {"flops_per_token": 2e6}
+    return PhaseResult(history, 30, 3000, seconds=7.5, eval_seconds=0.5, device="cpu", extra=extra)
+
+
+def test_throughput_with_and_without_the_first_chunk():
+    phase = phase_with_chunks()
+    assert phase.tokens_per_second == pytest.approx(3000 / 7.0)
+    assert phase.steady_tokens_per_second == pytest.approx(2000 / 2.0)  # chunks 2 and 3 alone
+    # 1,000 tokens/s x 2 MFLOP/token = 2 GFLOP/s, against a peak of 0.004 TFLOP/s: half
+    assert phase.share_of_peak(0.004, steady=True) == pytest.approx(0.5)
+    assert phase.share_of_peak(0.004) == pytest.approx(3000 / 7.0 * 2e6 / 4e9)
+
+
+def test_share_of_peak_needs_the_flops_and_a_peak():
+    phase = phase_with_chunks()
+    with pytest.raises(ValueError, match="peak_tflops must be positive, got 0"):
+        phase.share_of_peak(0)
+    phase.extra.clear()
+    with pytest.raises(KeyError, match="recorded no flops_per_token"):
+        phase.share_of_peak(989.0)
+
+
+def test_device_peak_knows_no_cpu_peak():
+    assert device_peak(torch.device("cpu")) == ("cpu", None)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from attnlib.stats import mcnemar
+from attnlib.stats import mcnemar, pack_labels, unpack_labels
 
 
 def pairs(both: int, only_first: int, only_second: int, neither: int):
@@ -44,3 +44,19 @@ def test_inputs_are_checked():
         mcnemar(np.array([True, False, True]), np.array([True, False]))
     with pytest.raises(TypeError, match="correctness must be boolean, got int64"):
         mcnemar(np.array([1, 0]), np.array([True, False]))
+
+
+def test_packed_labels_come_back_unchanged():
+    labels = np.random.default_rng(0).random(25_000) > 0.5
+    text = pack_labels(labels)
+    assert len(text) == 4_168  # 3,125 bytes in base64
+    assert (unpack_labels(text, 25_000) == labels).all()
+    assert unpack_labels(pack_labels(np.array([True, False, True])), 3).tolist() == [1, 0, 1]
+
+
+def test_packed_labels_refuse_the_wrong_count_and_type():
+    text = pack_labels(np.ones(20, dtype=bool))  # 3 bytes
+    with pytest.raises(ValueError, match="holds 3 bytes, not the labels of 30 items"):
+        unpack_labels(text, 30)
+    with pytest.raises(TypeError, match="1-D boolean array, got float64"):
+        pack_labels(np.array([0.7, 0.2]))

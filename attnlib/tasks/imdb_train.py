@@ -128,6 +128,26 @@ class PhaseResult:
         """Training tokens per second of wall time, evaluation left out (compilation kept in)."""
         return self.tokens / max(self.seconds - self.eval_seconds, 1e-9)
 
+    @property
+    def steady_tokens_per_second(self) -> float:
+        """Tokens per second after the first evaluation: compilation and warm-up left out."""
+        evaluations = self.history.evaluations
+        if len(evaluations) < 2:
+            return self.tokens_per_second
+        first, last = evaluations[0], evaluations[-1]
+        tokens_per_step = self.tokens / max(self.steps, 1)
+        seconds = max(last.seconds - first.seconds, 1e-9)
+        return tokens_per_step * (last.step - first.step) / seconds
+
+    def share_of_peak(self, peak_tflops: float, steady: bool = False) -> float:
+        """Achieved FLOP/s over the device's peak, from ``extra['flops_per_token']``."""
+        if "flops_per_token" not in self.extra:
+            raise KeyError("this phase recorded no flops_per_token (pretraining does)")
+        if not peak_tflops > 0:
+            raise ValueError(f"peak_tflops must be positive, got {peak_tflops}")
+        rate = self.steady_tokens_per_second if steady else self.tokens_per_second
+        return rate * self.extra["flops_per_token"] / (peak_tflops * 1e12)
+
 
 def pretrain(
     model: nn.Module,
