@@ -105,6 +105,20 @@ def plot_attention_grid(
     return figure
 
 
+def subword_labels(tokens: Sequence[str], suffix: str = "</w>") -> list[str]:
+    """Axis labels for subword tokens, as the explorer shows them: the end-of-word ``suffix``
+    dropped, and a trailing "-" on a piece that a further piece continues ("wonder-", "ful")."""
+    labels = []
+    for token in tokens:
+        if token.endswith(suffix) and len(token) > len(suffix):
+            labels.append(token[: -len(suffix)])
+        elif token.startswith("[") and token.endswith("]"):  # [CLS], [SEP], [UNK] stand alone
+            labels.append(token)
+        else:
+            labels.append(token + "-")
+    return labels
+
+
 def plot_curves(
     curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     xlabel: str,

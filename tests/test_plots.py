@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.plots import plot_attention, plot_attention_grid, plot_curves
+from attnlib.plots import plot_attention, plot_attention_grid, plot_curves, subword_labels
 
 
 def test_plot_attention_labels_queries_and_keys():
@@ -37,3 +37,8 @@ def test_plot_attention_grid_draws_one_panel_per_head():
 def test_plot_curves_draws_each_named_curve():
     ax = plot_curves({"a": ([0, 1], [1, 2]), "b": ([0, 1], [2, 1])}, "step", "loss")
     assert [line.get_label() for line in ax.get_lines()] == ["a", "b"]
+
+
+def test_subword_labels_drop_the_word_end_and_mark_continued_pieces():
+    tokens = ["[CLS]", "a</w>", "wonder", "ful</w>", "film</w>", "[UNK]"]
+    assert subword_labels(tokens) == ["[CLS]", "a", "wonder-", "ful", "film", "[UNK]"]
