@@ -28,15 +28,24 @@ ALIGNMENT_NEEDS = ("attention.js", "explorers.js")
 def parse_matrix(text: str, shape: tuple[int, int], name: str) -> np.ndarray:
     """Read a matrix written as rows separated by ';' or newlines, numbers by spaces or commas."""
     rows = [row for row in text.replace(";", "\n").splitlines() if row.strip()]
-    try:
-        values = [[float(x) for x in row.replace(",", " ").split()] for row in rows]
-    except ValueError as error:
-        raise ValueError(f"{name}: {error}") from None
-    if len(values) != shape[0] or any(len(row) != shape[1] for row in values):
-        widths = sorted({len(row) for row in values})
+    values = []
+    for row in rows:
+        values.append([])
+        for word in row.replace(",", " ").split():
+            try:
+                values[-1].append(float(word))
+            except ValueError:
+                raise ValueError(f"{name}: '{word}' is not a number") from None
+    n_rows, n_cols = shape
+    if len(values) != n_rows:
+        plural = "row" if len(values) == 1 else "rows"
         raise ValueError(
-            f"{name} must be {shape[0]}x{shape[1]}, got {len(values)} rows of {widths}"
+            f"{name} needs {n_rows} rows of {n_cols} numbers, one row per line; "
+            f"it has {len(values)} {plural}"
         )
+    for i, row in enumerate(values, start=1):
+        if len(row) != n_cols:
+            raise ValueError(f"{name} needs {n_cols} numbers in each row; row {i} has {len(row)}")
     return np.array(values, dtype=np.float64)
 
 

@@ -339,10 +339,10 @@ def test_parse_matrix_reads_the_widget_format():
 
 def test_parse_matrix_errors_name_the_shape():
     results = node_results()["parse"]
-    assert results[2] == {"error": "W_K must be 4x3, got 2 rows of [3]"}
-    assert results[3] == {"error": "inputs must be 3x4, got 3 rows of [3, 4]"}
-    assert results[4] == {"error": "W_Q: could not convert string to float: 'x'"}
-    assert results[5] == {"error": "W_V must be 4x3, got 0 rows of []"}
+    assert results[2] == {"error": "W_K needs 4 rows of 3 numbers, one row per line; it has 2 rows"}
+    assert results[3] == {"error": "inputs needs 4 numbers in each row; row 2 has 3"}
+    assert results[4] == {"error": "W_Q: 'x' is not a number"}
+    assert results[5] == {"error": "W_V needs 4 rows of 3 numbers, one row per line; it has 0 rows"}
 
 
 def test_parse_matrix_errors_match_python():
@@ -361,7 +361,7 @@ def test_scores_parse_and_entropy():
     assert scores[0] == {"value": [2, 4, 4, 1, -1]}
     assert scores[1] == {"value": [1, 2, 3]}
     assert "at least one score" in scores[2]["error"]
-    assert scores[3] == {"error": "scores: could not convert string to float: 'two'"}
+    assert scores[3] == {"error": "scores: 'two' is not a number"}
     for result, row in zip(node_results()["entropy"], ENTROPY_ROWS, strict=True):
         w = np.array(row)
         expected = float(-(w * np.log(np.clip(w, 1e-300, None))).sum())

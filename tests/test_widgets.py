@@ -35,7 +35,7 @@ def test_parse_matrix_reads_rows_separated_by_semicolons_or_lines():
 
 
 def test_parse_matrix_names_the_wrong_shape():
-    with pytest.raises(ValueError, match=r"W_K must be 4x3, got 2 rows of \[3\]"):
+    with pytest.raises(ValueError, match="W_K needs 4 rows of 3 numbers, .* it has 2 rows"):
         parse_matrix("1 2 3; 4 5 6", (4, 3), "W_K")
 
 

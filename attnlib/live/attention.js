@@ -146,7 +146,7 @@
       var sign = text.charAt(0) === "-" ? -1 : 1;
       return /nan/i.test(text) ? NaN : sign * Infinity;
     }
-    throw new Error(name + ": could not convert string to float: '" + text + "'");
+    throw new Error(name + ": '" + text + "' is not a number");
   }
 
   // Read a rows x cols matrix written as rows separated by ';' or newlines, numbers by spaces
@@ -168,28 +168,20 @@
           return parseNumber(word, name);
         });
     });
-    var wrong = values.some(function (row) {
-      return row.length !== cols;
-    });
-    if (values.length !== rows || wrong) {
-      var widths = Array.from(
-        new Set(
-          values.map(function (row) {
-            return row.length;
-          })
-        )
-      ).sort(function (a, b) {
-        return a - b;
-      });
-      throw new Error(
-        name + " must be " + rows + "x" + cols + ", got " + values.length + " rows of [" +
-          widths.join(", ") + "]"
-      );
+    if (values.length !== rows) {
+      throw new Error(name + " needs " + rows + " rows of " + cols + " numbers, one row per " +
+        "line; it has " + values.length + (values.length === 1 ? " row" : " rows"));
+    }
+    for (var i = 0; i < rows; i++) {
+      if (values[i].length !== cols) {
+        throw new Error(name + " needs " + cols + " numbers in each row; row " + (i + 1) +
+          " has " + values[i].length);
+      }
     }
     return values;
   }
 
-  // A row of scores like attnlib.widgets.temperature_explorer reads them: spaces or commas.
+  // A row of scores, numbers separated by spaces or commas (chapter 02's explorer).
   function parseScores(text) {
     var words = String(text).replace(/,/g, " ").trim().split(/\s+/).filter(Boolean);
     if (!words.length) {
