@@ -27,7 +27,7 @@ TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 1
 QUIET_PIP := grep -v "^WARNING: Location" || true
 
 .PHONY: help venv install lab test unit lint notebooks portability lax-training book book-check browser outputs \
-	benchmark clean
+	benchmark gpu-bundle clean
 
 help:
 	@echo "make lab        open the notebooks in JupyterLab (creates $(VENV) if missing)"
@@ -36,6 +36,7 @@ help:
 	@echo "make outputs    re-execute every notebook top to bottom and store its outputs"
 	@echo "make book       build the Jupyter Book into _build/html (offline, warnings as errors)"
 	@echo "make benchmark  time the attention paths (benchmarks/attention.py)"
+	@echo "make gpu-bundle  what chapter 13's GPU run carries (scripts/gpu_run.sh)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -103,6 +104,16 @@ outputs: $(STAMP)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
+
+# What chapter 13's GPU run carries (scripts/gpu_run.sh says how): wheels for the machine's
+# Python 3.12 in .whl/, and IMDB's cache in data_cache/ (built from $$ATTNLIB_DATA or the web).
+GPU_PLATFORMS := $(foreach p,manylinux_2_28 manylinux_2_27 manylinux_2_26 manylinux_2_17 manylinux2014 manylinux1 manylinux_2_5,--platform $(p)_x86_64)
+gpu-bundle: $(STAMP)
+	rm -rf .whl && mkdir -p .whl data_cache
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+		--implementation cp $(GPU_PLATFORMS) -d .whl $$(grep -v '^#' scripts/gpu_wheels.txt) 2>&1 | $(QUIET_PIP)
+	ATTNLIB_CACHE=$(CURDIR)/data_cache $(BIN)/python -c "from attnlib.data.imdb import load_imdb; load_imdb()"
+	@du -sh .whl data_cache
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache
