@@ -126,7 +126,7 @@ def fit(
     device: torch.device | str | None = None,
     mixed_precision: bool = True,
     checkpoint_path: str | Path | None = None,
-    progress: bool = True,
+    progress: bool | str = True,
     max_steps: int | None = None,
     evaluate_every: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
@@ -141,9 +141,13 @@ def fit(
     ``max_steps`` optimizer steps; the last epoch's weights go to ``checkpoint_path``.
     ``clock()`` reads the time in seconds: ``time.perf_counter`` (wall time) by default, or
     e.g. ``time.process_time``, the CPU time of this process, which other programs sharing the
-    cores do not inflate (on a CPU-only run, the compute spent).
+    cores do not inflate (on a CPU-only run, the compute spent). ``progress`` draws a bar per
+    epoch (True), none (False), or ``"run"``: one bar over every step, for a run cut into many
+    short epochs (a notebook then shows one bar, not one per part).
     """
     check_count("epochs", epochs)
+    if progress not in (True, False, "run"):
+        raise ValueError(f"progress must be True, False or 'run', got {progress!r}")
     if max_steps is not None:
         check_count("max_steps", max_steps)
     if evaluate_every is not None:
@@ -162,6 +166,7 @@ def fit(
     autocast = mixed_precision and device.type == "cuda"
     history = History()
     timer = _TrainingClock(device, clock)
+    run_bar = _run_bar(batches, epochs, max_steps) if progress == "run" else None
     for epoch in range(epochs):
         epoch_batches = batches(epoch) if callable(batches) else batches
         model.train()
@@ -169,13 +174,13 @@ def fit(
         # when the bar redraws and at the end of the epoch (and checked for NaN/inf then).
         running = _RunningLoss(device, history.steps)
         # Few redraws: each one is a message to the notebook front end (and to nbval).
-        bar = tqdm(
+        bar = run_bar or tqdm(
             epoch_batches,
             desc=f"epoch {epoch + 1}/{epochs}",
             disable=not progress,
             mininterval=_REDRAW_SECONDS,
         )
-        for batch in bar:
+        for batch in epoch_batches if run_bar else bar:
             batch = batch.to(device) if hasattr(batch, "to") else batch
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
@@ -187,6 +192,8 @@ def fit(
             if scheduler is not None:
                 scheduler.step()
             history.steps += 1
+            if run_bar is not None:
+                run_bar.update()
             running.add(loss)
             if progress and running.due():
                 bar.set_postfix(loss=f"{running.read(history.steps):.4f}", refresh=False)
@@ -214,12 +221,22 @@ def fit(
             break
         if max_steps is not None and history.steps >= max_steps:
             break
+    if run_bar is not None:
+        run_bar.close()
     if checkpoint_path is not None:
         save_checkpoint(checkpoint_path, model, optimizer, epochs=history.epochs)
     return history
 
 
 _REDRAW_SECONDS = 0.5
+
+
+def _run_bar(batches, epochs: int, max_steps: int | None) -> tqdm:
+    """One bar for the whole run, its total the steps when they can be known."""
+    total = epochs * len(batches) if isinstance(batches, Sized) and not callable(batches) else None
+    if max_steps is not None:
+        total = max_steps if total is None else min(total, max_steps)
+    return tqdm(total=total, desc=f"{epochs} parts", mininterval=_REDRAW_SECONDS, unit="step")
 
 
 class _RunningLoss:

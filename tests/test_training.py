@@ -389,3 +389,24 @@ def test_patience_refuses_bad_settings(kwargs, error, message):
 def test_patience_names_a_missing_metric():
     with pytest.raises(ValueError, match="Patience watches 'valid', but evaluate returned"):
         Patience("valid", 2)({"loss": 1.0})
+
+
+def test_progress_run_draws_one_bar_over_every_epoch(capsys):
+    torch.manual_seed(0)
+    model = nn.Linear(2, 1)
+    batches = [(torch.randn(4, 2), torch.randn(4, 1)) for _ in range(3)]
+
+    def loss(model, batch):
+        x, y = batch
+        return nn.functional.mse_loss(model(x), y)
+
+    history = fit(model, batches, loss, epochs=4, lr=1e-2, progress="run", device="cpu")
+    assert history.steps == 12
+    bars = capsys.readouterr().err
+    # one bar, "4 parts", that ends at 12 of 12 steps; no bar per epoch
+    assert "4 parts" in bars and "12/12" in bars and "epoch 1/4" not in bars
+
+
+def test_progress_must_be_a_flag_or_run():
+    with pytest.raises(ValueError, match="progress must be True, False or 'run', got 'epochs'"):
+        fit(nn.Linear(1, 1), [object()], lambda m, b: None, progress="epochs")

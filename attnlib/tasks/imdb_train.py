@@ -230,7 +230,8 @@ def pretrain(
         evaluate=evaluate,
         stop_when=out_of_time,
         device=device,
-        progress=progress,
+        progress="run" if progress else False,  # one bar for the 20 parts, not 20 bars
+        max_steps=steps,  # the bar's total; the parts add up to it exactly
     )
     seconds = time.perf_counter() - start
     tokens = history.steps * config.pretrain_batch * config.max_len
@@ -276,7 +277,8 @@ def finetune(
         schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
         evaluate=evaluate,
         device=device,
-        progress=progress,
+        progress="run" if progress else False,
+        max_steps=steps,  # the bar's total: every epoch's batches
     )
     seconds = time.perf_counter() - start
     tokens = config.finetune_epochs * sum(int(b.key_mask.sum()) for b in train_batches)
