@@ -84,6 +84,16 @@ def choose_device(prefer: str | None = None) -> torch.device:
     return torch.device("cpu")
 
 
+def training_precision(device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for training on ``device``: bfloat16 on GPUs that have it natively
+    (compute capability 8 and up: A100, RTX 30xx, H100), float16 on older ones (T4, V100, RTX
+    20xx: they emulate bfloat16, slowly), and None, plain float32, on Apple's MPS and the CPU."""
+    if device.type != "cuda":
+        return None
+    major, _ = torch.cuda.get_device_capability(device)
+    return torch.bfloat16 if major >= 8 else torch.float16
+
+
 # Dense bf16 tensor-core peaks from the vendors' data sheets (no sparsity), in TFLOP/s.
 PEAK_BF16_TFLOPS = {"H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H200": 989.0}
 

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from attnlib._checks import check_count, check_number
 from attnlib.checkpoints import load_checkpoint as load_checkpoint  # re-exported, as before
 from attnlib.checkpoints import save_checkpoint
-from attnlib.config import choose_device
+from attnlib.config import choose_device, training_precision
 
 LossFunction = Callable[[nn.Module, object], torch.Tensor]
 
@@ -124,7 +124,7 @@ def fit(
     evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
     stop_when: Callable[[dict[str, float]], bool] | None = None,
     device: torch.device | str | None = None,
-    mixed_precision: bool = True,
+    mixed_precision: bool | torch.dtype = True,
     checkpoint_path: str | Path | None = None,
     progress: bool | str = True,
     max_steps: int | None = None,
@@ -143,7 +143,9 @@ def fit(
     e.g. ``time.process_time``, the CPU time of this process, which other programs sharing the
     cores do not inflate (on a CPU-only run, the compute spent). ``progress`` draws a bar per
     epoch (True), none (False), or ``"run"``: one bar over every step, for a run cut into many
-    short epochs (a notebook then shows one bar, not one per part).
+    short epochs (a notebook then shows one bar, not one per part). ``mixed_precision`` True
+    autocasts to :func:`attnlib.config.training_precision` (bfloat16 or float16 on a GPU, none
+    on MPS or the CPU), False never, a dtype always; float16 brings a gradient scaler with it.
     """
     check_count("epochs", epochs)
     if progress not in (True, False, "run"):
@@ -163,7 +165,12 @@ def fit(
     optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule) if schedule else None
     # bf16 autocast needs no loss scaling; on CPU it would only slow the small models down.
-    autocast = mixed_precision and device.type == "cuda"
+    if isinstance(mixed_precision, torch.dtype):
+        dtype = mixed_precision
+    else:
+        dtype = training_precision(device) if mixed_precision else None
+    # float16 underflows small gradients to 0: scale the loss up, and the gradients back down.
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     history = History()
     timer = _TrainingClock(device, clock)
     run_bar = _run_bar(batches, epochs, max_steps) if progress == "run" else None
@@ -183,12 +190,9 @@ def fit(
         for batch in epoch_batches if run_bar else bar:
             batch = batch.to(device) if hasattr(batch, "to") else batch
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
                 loss = loss_fn(model, batch)
-            loss.backward()
-            if clip_norm is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-            optimizer.step()
+            _step(model, optimizer, loss, clip_norm, scaler)
             if scheduler is not None:
                 scheduler.step()
             history.steps += 1
@@ -229,6 +233,22 @@ def fit(
 
 
 _REDRAW_SECONDS = 0.5
+
+
+def _step(model, optimizer, loss: torch.Tensor, clip_norm: float | None, scaler) -> None:
+    """Backward and one optimizer step, through ``scaler`` (float16) when there is one."""
+    if scaler is None:
+        loss.backward()
+        if clip_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        optimizer.step()
+        return
+    scaler.scale(loss).backward()
+    if clip_norm is not None:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+        nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    scaler.step(optimizer)  # skipped, and the scale lowered, if a gradient overflowed
+    scaler.update()
 
 
 def _run_bar(batches, epochs: int, max_steps: int | None) -> tqdm:

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from attnlib import seed_everything
+from attnlib.config import training_precision
 from attnlib.data.dates import make_splits
 from attnlib.data.text import CharVocab, make_batches
 from attnlib.seq2seq import build_model
@@ -410,3 +411,59 @@ def test_progress_run_draws_one_bar_over_every_epoch(capsys):
 def test_progress_must_be_a_flag_or_run():
     with pytest.raises(ValueError, match="progress must be True, False or 'run', got 'epochs'"):
         fit(nn.Linear(1, 1), [object()], lambda m, b: None, progress="epochs")
+
+
+def test_training_precision_follows_the_device(monkeypatch):
+    assert training_precision(torch.device("cpu")) is None
+    assert training_precision(torch.device("mps")) is None
+    for capability, dtype in (
+        ((7, 5), torch.float16),
+        ((8, 0), torch.bfloat16),
+        ((9, 0), torch.bfloat16),
+    ):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device, c=capability: c)
+        assert training_precision(torch.device("cuda")) == dtype, capability
+
+
+def test_float16_training_scales_the_loss(monkeypatch):
+    """The float16 path, run on the CPU: a GradScaler steps the optimizer, and the model learns."""
+    made = []
+
+    class CountingScaler(torch.amp.GradScaler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(torch.amp, "GradScaler", CountingScaler)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    x = torch.randn(64, 3)
+    batches = [(x[i : i + 16], x[i : i + 16].sum(1, keepdim=True)) for i in range(0, 64, 16)]
+
+    def loss(model, batch):
+        inputs, targets = batch
+        return nn.functional.mse_loss(model(inputs).float(), targets)
+
+    history = fit(
+        model,
+        batches,
+        loss,
+        epochs=20,
+        lr=5e-2,
+        progress=False,
+        device="cpu",
+        mixed_precision=torch.float16,
+    )
+    assert len(made) == 1 and made[0].get_scale() > 1.0  # scaled, never collapsed to 0
+    assert history.train_loss[-1] < 0.1 * history.train_loss[0]
+    torch.manual_seed(0)
+    fit(
+        nn.Linear(3, 1),
+        batches,
+        loss,
+        epochs=1,
+        progress=False,
+        device="cpu",
+        mixed_precision=torch.bfloat16,
+    )
+    assert len(made) == 1  # bfloat16 needs no scaler

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlib.config import quick_mode
+from attnlib.config import quick_mode, training_precision
 from attnlib.data.imdb import clean_review
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import TransformerConfig, flops_per_token
@@ -316,10 +316,11 @@ def positive_probability(model: nn.Module, batches: Sequence[LabelledBatch]) -> 
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
+    precision = training_precision(device)  # the dtype fit trains in, or None
     chunks = []
     for batch in batches:
         batch = batch.to(device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with torch.autocast(device.type, dtype=precision, enabled=precision is not None):
             logits, _ = model(batch.ids, batch.key_mask)
         chunks.append(logits.float().softmax(-1)[:, 1].cpu())
     model.train(was_training)

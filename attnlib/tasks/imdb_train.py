@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from attnlib.config import training_precision
 from attnlib.data.imdb import IMDB
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import SequenceClassifier
@@ -195,9 +196,10 @@ def pretrain(
         nonlocal eval_seconds
         start = time.perf_counter()
         correct, total, correct_at_mask, total_at_mask = 0, 0, 0, 0
+        precision = training_precision(device)  # the dtype fit trains in, or None
         for row in range(0, len(probe.inputs), 32):
             part = slice(row, row + 32)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            with torch.autocast(device.type, dtype=precision, enabled=precision is not None):
                 logits = model(probe.inputs[part], positions=probe.positions[part])
             right = logits.argmax(-1) == probe.targets[part]  # (rows, k)
             # A tenth of the chosen positions keep their word, which the model can simply copy:
