@@ -119,6 +119,69 @@ def subword_labels(tokens: Sequence[str], suffix: str = "</w>") -> list[str]:
     return labels
 
 
+def attention_window(weights, size: int) -> int:
+    """Where the ``size`` keys that receive the most attention in all start: weights
+    (heads, n_queries, n_keys) of one layer; 0 when the review is no longer than ``size``."""
+    received = to_numpy(weights).mean(0).sum(0)  # (n_keys,)
+    if len(received) <= size:
+        return 0
+    return int(np.convolve(received, np.ones(size), mode="valid").argmax())
+
+
+def plot_review_attention(
+    weights,
+    tokens: Sequence[str],
+    size: int = 30,
+    start: int | None = None,
+    title: str | None = None,
+) -> Figure:
+    """One layer's attention on a text, every token labelled: weights (heads, n, n) cut to a
+    window of ``size`` tokens from ``start`` (default :func:`attention_window`), a map per head,
+    and under them the attention each token of the window receives (mean over heads and over
+    every query of the text)."""
+    stack = to_numpy(weights)
+    if stack.ndim != 3 or stack.shape[1] != stack.shape[2]:
+        raise ValueError(f"weights must be (heads, n, n) of one layer, got shape {stack.shape}")
+    heads, n, _ = stack.shape
+    if len(tokens) != n:
+        raise ValueError(f"{len(tokens)} tokens for weights over {n} positions")
+    start = attention_window(stack, size) if start is None else start
+    if not 0 <= start < n:
+        raise ValueError(f"start must be in [0, {n}), got {start}")
+    window = slice(start, min(n, start + size))
+    labels = subword_labels(tokens[window])
+    part = stack[:, window, window]
+    ncols = min(heads, 2)
+    map_rows = -(-heads // ncols)
+    figure = plt.figure(figsize=(9.5, 4.6 * map_rows + 2.6), layout="constrained")
+    grid = figure.add_gridspec(map_rows + 1, ncols, height_ratios=[4.6] * map_rows + [2.6])
+    for head in range(heads):
+        ax = figure.add_subplot(grid[head // ncols, head % ncols])
+        plot_attention(
+            part[head],
+            labels,
+            labels,
+            ax=ax,
+            title=f"head {head}",
+            annotate=False,
+            vmax=float(part.max()),
+            colorbar=False,
+        )
+        ax.tick_params(axis="x", labelrotation=90, labelsize=9)
+        ax.tick_params(axis="y", labelsize=9)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+    bars = figure.add_subplot(grid[map_rows, :])
+    received = stack.mean(0).mean(0)[window]  # (window,) mean weight a key gets from a query
+    bars.bar(range(len(labels)), received, color="tab:orange")
+    bars.set_xticks(range(len(labels)), labels=labels, rotation=90, fontsize=9)
+    bars.set_xlim(-0.5, len(labels) - 0.5)
+    bars.set_ylabel("attention received")
+    shown = f"tokens {window.start}-{window.stop - 1} of {n}"
+    figure.suptitle(f"{title}: {shown}" if title else shown)
+    return figure
+
+
 def plot_curves(
     curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     xlabel: str,

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
-from attnlib.plots import plot_attention, plot_attention_grid, plot_curves, subword_labels
+from attnlib.plots import (
+    attention_window,
+    plot_attention,
+    plot_attention_grid,
+    plot_curves,
+    plot_review_attention,
+    subword_labels,
+)
 
 
 def test_plot_attention_labels_queries_and_keys():
@@ -42,3 +50,44 @@ def test_plot_curves_draws_each_named_curve():
 def test_subword_labels_drop_the_word_end_and_mark_continued_pieces():
     tokens = ["[CLS]", "a</w>", "wonder", "ful</w>", "film</w>", "[UNK]"]
     assert subword_labels(tokens) == ["[CLS]", "a", "wonder-", "ful", "film", "[UNK]"]
+
+
+def review_weights(heads: int = 4, n: int = 50, seed: int = 0) -> np.ndarray:
+    scores = np.random.default_rng(seed).normal(size=(heads, n, n))
+    scores[:, :, 20:25] += 3.0  # keys 20-24 receive the most attention
+    weights = np.exp(scores)
+    return weights / weights.sum(-1, keepdims=True)
+
+
+def test_attention_window_finds_the_most_attended_keys():
+    weights = review_weights()
+    assert attention_window(weights, 5) == 20
+    assert attention_window(weights, 60) == 0  # the whole text fits
+
+
+def test_review_attention_labels_every_token_of_its_window():
+    weights = review_weights()
+    tokens = [f"w{i}</w>" if i % 3 else f"w{i}" for i in range(50)]
+    figure = plot_review_attention(weights, tokens, size=30, start=10, title="a review")
+    maps, bars = figure.axes[:4], figure.axes[4]
+    expected = subword_labels(tokens[10:40])
+    for ax in maps:
+        assert [t.get_text() for t in ax.get_xticklabels()] == expected
+        assert [t.get_text() for t in ax.get_yticklabels()] == expected
+    assert [t.get_text() for t in bars.get_xticklabels()] == expected
+    assert not any("</w>" in label for label in expected)
+    labels = [t for ax in figure.axes for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert min(t.get_fontsize() for t in labels) >= 9
+    assert figure.get_figwidth() <= 9.5
+    assert figure.get_suptitle() == "a review: tokens 10-39 of 50"
+    plt.close(figure)
+
+
+def test_review_attention_checks_its_inputs():
+    weights = review_weights(n=8)
+    with pytest.raises(ValueError, match="7 tokens for weights over 8 positions"):
+        plot_review_attention(weights, ["a"] * 7)
+    with pytest.raises(ValueError, match=r"weights must be \(heads, n, n\) of one layer"):
+        plot_review_attention(weights[0], ["a"] * 8)
+    with pytest.raises(ValueError, match=r"start must be in \[0, 8\), got 8"):
+        plot_review_attention(weights, ["a"] * 8, start=8)
