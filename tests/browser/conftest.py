@@ -211,3 +211,15 @@ def screenshots() -> Path:
     """_build/screenshots/ (git-ignored with the rest of _build)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+def explorer_page_url(
+    request: pytest.FixtureRequest, where: str, docname: str, standalone: str
+) -> str:
+    """An explorer's page: its chapter in the built book (skipped while that page is not built)
+    for ``where == "book"``, else the page made here that the fixture ``standalone`` serves."""
+    if where == "book":
+        if not (HTML / f"{docname}.html").is_file():
+            pytest.skip(f"{docname}.html is not in {HTML} yet (build the book with it)")
+        return f"{request.getfixturevalue('book_url')}{docname}.html"
+    return f"{request.getfixturevalue(standalone)}index.html"

@@ -30,7 +30,7 @@ from attnlib import live, reference, seed_everything
 from attnlib.tasks.dates import DateTaskConfig, new_model, prepare
 from attnlib.widgets import alignment_live, parse_matrix
 
-from .conftest import HTML, WatchedPage
+from .conftest import HTML, WatchedPage, explorer_page_url
 from .helpers import (
     cell_pattern,
     expect_cells,
@@ -323,13 +323,7 @@ def open_live(request: pytest.FixtureRequest, watched_page: WatchedPage) -> Iter
     opened: list[Explorer] = []
 
     def open_(where: str, name: str) -> Explorer:
-        if where == "book":
-            docname = CHAPTER_PAGES[name]
-            if not (HTML / f"{docname}.html").is_file():
-                pytest.skip(f"{docname}.html is not in {HTML} yet (build the book with it)")
-            url = f"{request.getfixturevalue('book_url')}{docname}.html"
-        else:
-            url = f"{request.getfixturevalue('standalone_url')}index.html"
+        url = explorer_page_url(request, where, CHAPTER_PAGES[name], "standalone_url")
         watched_page.page.goto(url, wait_until="load")
         explorer = Explorer(watched_page, name)
         hooks = f'.attnlib-live[data-explorer="{name}"][data-mounted]'

@@ -14,7 +14,7 @@ import pytest
 from attnlib.live.flash_explorer import flash_live
 from attnlib.live.rotary_explorer import rotary_live
 
-from .conftest import HTML, WatchedPage
+from .conftest import WatchedPage, explorer_page_url
 from .helpers import serve_folder, standalone_page
 from .part5_checks import check_online_softmax_explorer, check_rotary_explorer
 
@@ -39,13 +39,7 @@ def part5_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_part5_explorer_computes_what_attnlib_does(
     request: pytest.FixtureRequest, watched_page: WatchedPage, name: str, where: str
 ) -> None:
-    if where == "book":
-        docname = CHAPTER_PAGES[name]
-        if not (HTML / f"{docname}.html").is_file():
-            pytest.skip(f"{docname}.html is not in {HTML} yet (build the book with it)")
-        url = f"{request.getfixturevalue('book_url')}{docname}.html"
-    else:
-        url = f"{request.getfixturevalue('part5_url')}index.html"
+    url = explorer_page_url(request, where, CHAPTER_PAGES[name], "part5_url")
     page = watched_page.page
     page.goto(url, wait_until="load")
     root = page.locator(f'.attnlib-live[data-explorer="{name}"][data-mounted]')
