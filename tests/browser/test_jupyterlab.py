@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from attnlib import reference
@@ -37,6 +38,14 @@ from attnlib import reference
 from .conftest import LOCAL_HOST, ROOT, WatchedPage
 from .helpers import expect_cells
 from .part5_checks import check_online_softmax_explorer, check_rotary_explorer
+from .test_live_explorers import (
+    Explorer,
+    attribute_json,
+    expect_heads,
+    expect_masks,
+    heads_inputs,
+    set_range,
+)
 
 NOTEBOOK = ROOT / "notebooks" / "01_self_attention_by_hand.ipynb"
 # Part V's explorers: the notebook, its explorer's name, and the check of part5_checks.py.
@@ -48,12 +57,18 @@ PART5 = {
     ),
     "16": (ROOT / "notebooks" / "16_modern_attention.ipynb", "rotary", check_rotary_explorer),
 }
-NOTEBOOKS = [NOTEBOOK] + [path for path, _, _ in PART5.values()]
+# Chapters 07 and 09: their explorers, checked with test_live_explorers's oracles.
+PART3 = {
+    "07": ROOT / "notebooks" / "07_multi_head_attention.ipynb",
+    "09": ROOT / "notebooks" / "09_masking.ipynb",
+}
+NOTEBOOKS = [NOTEBOOK, *PART3.values()] + [path for path, _, _ in PART5.values()]
 NOTEBOOK_BYTES = {path: path.read_bytes() for path in NOTEBOOKS}  # nothing here writes to them
 START_TIMEOUT_S = 30
 # Chapter 01 runs in seconds; chapter 16 took 61 s in quick mode on an idle 2-core machine.
 RUN_ALL_TIMEOUT_MS = {
     NOTEBOOK.name: 60_000,
+    **{path.name: 120_000 for path in PART3.values()},
     **{path.name: 300_000 for path, _, _ in PART5.values()},
 }
 # JupyterLab user settings: all cells kept in the DOM, no news, no update checks.
@@ -372,6 +387,42 @@ def test_part5_chapter_runs_and_its_explorer_recomputes(
 
     wait_for_idle_kernel(page)
     live.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / f"jupyterlab_{chapter}.png"))
+    watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
+    assert notebook.read_bytes() == NOTEBOOK_BYTES[notebook], f"{notebook} changed during the test"
+
+
+@pytest.mark.parametrize("chapter", list(PART3))
+def test_part3_chapter_runs_and_its_explorer_recomputes(
+    lab: Lab, watched_page: WatchedPage, screenshots: Path, chapter: str
+) -> None:
+    """Chapters 07 and 09 run; the explorer in their output computes what attnlib.reference does."""
+    notebook = PART3[chapter]
+    page = watched_page.page
+    open_and_run_all(lab, page, notebook)
+    name = "heads" if chapter == "07" else "masks"
+    explorer = Explorer(watched_page, name)
+    assert page.locator(f'.attnlib-live[data-explorer="{name}"][data-mounted]').count() == 1
+    explorer.root.scroll_into_view_if_needed()
+    if name == "heads":
+        data = heads_inputs(explorer)
+        counts = [int(o) for o in explorer.control("heads").locator("option").all_inner_texts()]
+        for heads in (counts[0], counts[-1]):
+            explorer.control("heads").select_option(str(heads))
+            explorer.control("head").select_option(str(heads))
+            expect_heads(explorer, data, heads, heads, "head")
+        explorer.control("scale-model").check()
+        expect_heads(explorer, data, counts[-1], counts[-1], "model")
+    else:
+        scores = np.array(attribute_json(explorer, "scores"))
+        n = scores.shape[0]
+        for kind in ("padding", "causal"):
+            explorer.control("kind").select_option(kind)
+            set_range(explorer, "length", max(1, n - 3))
+            expect_masks(explorer, scores, kind, max(1, n - 3), "-inf", None)
+        explorer.control("fill").select_option("0")
+        expect_masks(explorer, scores, "causal", max(1, n - 3), "0", None)
+    wait_for_idle_kernel(page)
     page.screenshot(path=str(screenshots / f"jupyterlab_{chapter}.png"))
     watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
     assert notebook.read_bytes() == NOTEBOOK_BYTES[notebook], f"{notebook} changed during the test"
