@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 
 import numpy as np
@@ -21,12 +21,14 @@ from attnlib.data.imdb import clean_review
 
 @dataclass(frozen=True)
 class BaselineResult:
-    """One baseline's test accuracy, its number of features and its running time."""
+    """One baseline's test accuracy, its number of features and its running time; ``correct``
+    (n_test,) says which test reviews it got right, for a paired test against another model."""
 
     name: str
     accuracy: float
     features: int
     seconds: float
+    correct: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 def _texts(texts: Sequence[str]) -> list[str]:
@@ -49,11 +51,10 @@ def tfidf_logistic(
     train = vectorizer.fit_transform(_texts(train_texts))
     test = vectorizer.transform(_texts(test_texts))
     model = LogisticRegression(C=C, max_iter=1000).fit(train, train_labels)
-    accuracy = float((model.predict(test) == np.asarray(test_labels)).mean())
+    correct = model.predict(test) == np.asarray(test_labels)
     seconds = time.perf_counter() - start
-    return BaselineResult(
-        "tf-idf 1-2-grams + logistic regression", accuracy, train.shape[1], seconds
-    )
+    name = "tf-idf 1-2-grams + logistic regression"
+    return BaselineResult(name, float(correct.mean()), train.shape[1], seconds, correct)
 
 
 def nbsvm(
@@ -84,9 +85,11 @@ def nbsvm(
     model = LogisticRegression(C=C, max_iter=1000)
     model.fit(train.multiply(ratio).tocsr(), labels)
     predicted = model.predict(test.multiply(ratio).tocsr())
-    accuracy = float((predicted == np.asarray(test_labels)).mean())
+    correct = predicted == np.asarray(test_labels)
     seconds = time.perf_counter() - start
-    return BaselineResult("NBSVM-style 1-3-grams", accuracy, train.shape[1], seconds)
+    return BaselineResult(
+        "NBSVM-style 1-3-grams", float(correct.mean()), train.shape[1], seconds, correct
+    )
 
 
 def run_baselines(
