@@ -43,7 +43,9 @@ from .test_live_explorers import (
     attribute_json,
     expect_heads,
     expect_masks,
+    expect_positions,
     heads_inputs,
+    scores_shown,
     set_range,
 )
 
@@ -57,11 +59,14 @@ PART5 = {
     ),
     "16": (ROOT / "notebooks" / "16_modern_attention.ipynb", "rotary", check_rotary_explorer),
 }
-# Chapters 07 and 09: their explorers, checked with test_live_explorers's oracles.
+# Chapters 02, 07, 08 and 09: their explorers, checked with test_live_explorers's oracles.
 PART3 = {
+    "02": ROOT / "notebooks" / "02_scaled_dot_product.ipynb",
     "07": ROOT / "notebooks" / "07_multi_head_attention.ipynb",
+    "08": ROOT / "notebooks" / "08_positional_encoding.ipynb",
     "09": ROOT / "notebooks" / "09_masking.ipynb",
 }
+EXPLORER_NAMES = {"02": "temperature", "07": "heads", "08": "positions", "09": "masks"}
 NOTEBOOKS = [NOTEBOOK, *PART3.values()] + [path for path, _, _ in PART5.values()]
 NOTEBOOK_BYTES = {path: path.read_bytes() for path in NOTEBOOKS}  # nothing here writes to them
 START_TIMEOUT_S = 30
@@ -396,15 +401,28 @@ def test_part5_chapter_runs_and_its_explorer_recomputes(
 def test_part3_chapter_runs_and_its_explorer_recomputes(
     lab: Lab, watched_page: WatchedPage, screenshots: Path, chapter: str
 ) -> None:
-    """Chapters 07 and 09 run; the explorer in their output computes what attnlib.reference does."""
-    notebook = PART3[chapter]
+    """Chapters 02 and 07-09 run; the explorer in their output computes what attnlib.reference
+    does."""
+    notebook, name = PART3[chapter], EXPLORER_NAMES[chapter]
     page = watched_page.page
     open_and_run_all(lab, page, notebook)
-    name = "heads" if chapter == "07" else "masks"
     explorer = Explorer(watched_page, name)
     assert page.locator(f'.attnlib-live[data-explorer="{name}"][data-mounted]').count() == 1
     explorer.root.scroll_into_view_if_needed()
-    if name == "heads":
+    if name == "temperature":
+        scores = scores_shown(explorer)
+        for exponent in (-1.0, 0.5):
+            temperature = explorer.set_temperature_exponent(exponent)
+            expected = reference.softmax(scores, temperature=temperature)
+            expect_cells(explorer.cells("weights"), expected, f"Lab, T={temperature:.3g}")
+    elif name == "positions":
+        d_model = int(explorer.root.get_attribute("data-d-model") or 0)
+        for k, pos, i in [(1, 0, 0), (7, 3, 1)]:
+            set_range(explorer, "offset", k)
+            set_range(explorer, "position", pos)
+            set_range(explorer, "pair", i)
+            expect_positions(explorer, d_model, k, pos, i)
+    elif name == "heads":
         data = heads_inputs(explorer)
         counts = [int(o) for o in explorer.control("heads").locator("option").all_inner_texts()]
         for heads in (counts[0], counts[-1]):
