@@ -11,7 +11,14 @@ from attnlib.data.imdb import IMDB, Reviews
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import SequenceClassifier
 from attnlib.tasks import imdb as task
-from attnlib.tasks.imdb_train import PhaseResult, load_trained, prepare, pretrain, save_trained
+from attnlib.tasks.imdb_train import (
+    PhaseResult,
+    finetune,
+    load_trained,
+    prepare,
+    pretrain,
+    save_trained,
+)
 from attnlib.training import Evaluation, History
 
 CORPUS = [
@@ -156,6 +163,41 @@ def test_load_trained_names_the_missing_files(tmp_path):
         load_trained(tmp_path)
 
 
+def test_review_probabilities_come_back_in_the_order_given():
+    torch.manual_seed(0)
+    model = SequenceClassifier(small_config(max_len=64).transformer())  # buckets pad to 64
+    reviews = [np.arange(2, 2 + n) for n in (10, 4, 8, 6, 4)]
+    in_order = task.review_probabilities(model, reviews, batch_size=2)
+    one_by_one = [
+        float(task.positive_probability(model, task.length_buckets([r], [0], 1))[0])
+        for r in reviews
+    ]
+    assert in_order.shape == (5,)
+    assert torch.allclose(in_order, torch.tensor(one_by_one), atol=1e-6)
+    with pytest.raises(ValueError, match="no reviews to score"):
+        task.review_probabilities(model, [], batch_size=2)
+
+
+def test_prepare_records_which_test_review_each_encoded_one_is(tokenizer):
+    texts = ["a great film", "a terrible film", "i loved it", "a waste of time", "the plot"]
+    n = len(texts)
+    data = IMDB(
+        train=Reviews(CORPUS[:8], np.ones(8, np.int8), np.zeros(8, np.int8), [*map(str, range(8))]),
+        test=Reviews(texts, np.arange(n, dtype=np.int8) % 2, np.zeros(n, np.int8), [*"abcde"]),
+        unlabelled=Reviews(CORPUS[:4], np.full(4, -1, np.int8), np.zeros(4, np.int8), [*"wxyz"]),
+        digest="0" * 64,
+    )
+    prepared = prepare(data, tokenizer, small_config(n_valid=2, seed=3))
+    assert sorted(prepared.test_order) == list(range(n))
+    assert prepared.test_order != list(range(n))  # shuffled, so the mapping matters
+    for j, i in enumerate(prepared.test_order):
+        assert prepared.test_texts[j] == texts[i]
+        assert prepared.test_labels[j] == data.test.labels[i]
+        assert np.array_equal(
+            prepared.test[j], task.encode_reviews(tokenizer, [texts[i]], 32, 8)[0]
+        )
+
+
 def test_prepare_never_pretrains_on_a_test_review(tokenizer):
     def reviews(texts: list[str], label: int) -> Reviews:
         n = len(texts)
@@ -177,6 +219,32 @@ def test_prepare_never_pretrains_on_a_test_review(tokenizer):
     assert len(pretrained) == 6 + 2  # the training reviews left after validation, 2 unlabelled
     (leaked_ids,) = task.encode_reviews(tokenizer, [leaked], 32, 8)
     assert not any(np.array_equal(ids, leaked_ids) for ids in pretrained)
+
+
+def test_finetune_seed_orders_the_batches(tokenizer):
+    n = len(CORPUS)
+    data = IMDB(
+        train=Reviews(
+            CORPUS, np.arange(n, dtype=np.int8) % 2, np.zeros(n, np.int8), [*map(str, range(n))]
+        ),
+        test=Reviews(CORPUS[:4], np.zeros(4, np.int8), np.zeros(4, np.int8), [*"abcd"]),
+        unlabelled=Reviews(CORPUS[:4], np.full(4, -1, np.int8), np.zeros(4, np.int8), [*"wxyz"]),
+        digest="0" * 64,
+    )
+    config = small_config(max_len=64, n_valid=4, seed=0)
+    config = config.__class__(**{**config.to_dict(), "finetune_batch": 2, "finetune_epochs": 1})
+    prepared = prepare(data, tokenizer, config)
+
+    def losses(seed: int | None) -> list[float]:
+        torch.manual_seed(0)  # the same classifier every time: only the batch order differs
+        classifier = SequenceClassifier(config.transformer())
+        run = finetune(
+            classifier, prepared, torch.device("cpu"), lr=1e-3, progress=False, seed=seed
+        )
+        return run.history.train_loss
+
+    assert losses(None) == losses(0)
+    assert losses(5) != losses(0)
 
 
 class CopyingModel(torch.nn.Module):

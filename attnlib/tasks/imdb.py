@@ -327,6 +327,23 @@ def positive_probability(model: nn.Module, batches: Sequence[LabelledBatch]) -> 
     return torch.cat(chunks)
 
 
+def review_probabilities(
+    model: nn.Module,
+    reviews: Sequence[np.ndarray],
+    batch_size: int,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
+    """P(positive) for every review (n_reviews,) on the CPU, in the order of ``reviews``: batched
+    by length for speed, then put back, so that two models' answers pair up review by review."""
+    if not reviews:
+        raise ValueError("no reviews to score")
+    unlabelled = np.zeros(len(reviews), dtype=np.int64)
+    by_length = positive_probability(model, length_buckets(reviews, unlabelled, batch_size, device))
+    in_order = torch.empty_like(by_length)
+    in_order[torch.as_tensor(length_order(reviews))] = by_length
+    return in_order
+
+
 def batch_labels(batches: Sequence[LabelledBatch]) -> torch.Tensor:
     """The labels of ``batches`` in batch order: (n_reviews,) on the CPU."""
     return torch.cat([batch.labels.cpu() for batch in batches])

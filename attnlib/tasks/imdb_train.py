@@ -61,6 +61,9 @@ class ImdbData:
     test_texts: list[str]
     pretrain: list[np.ndarray]
     pretrain_valid: list[np.ndarray]
+    # test[j] is the data set's test review test_order[j]: predictions map back to it, so that
+    # two models (or a model and a baseline) are compared review by review.
+    test_order: list[int] = field(default_factory=list)
 
 
 def prepare(data: IMDB, tokenizer: SubwordTokenizer, config: ImdbConfig) -> ImdbData:
@@ -109,6 +112,7 @@ def prepare(data: IMDB, tokenizer: SubwordTokenizer, config: ImdbConfig) -> Imdb
         test_texts=test_texts,
         pretrain=pretrain[held_out:],
         pretrain_valid=pretrain[:held_out],
+        test_order=test_order,
     )
 
 
@@ -249,10 +253,13 @@ def finetune(
     lr: float,
     progress: bool = True,
     test_every_epoch: bool = False,
+    seed: int | None = None,
 ) -> PhaseResult:
     """Train the sentiment classifier on length-bucketed batches; validation accuracy per epoch
-    (and test accuracy, for the record only, with ``test_every_epoch``)."""
+    (and test accuracy, for the record only, with ``test_every_epoch``). ``seed`` (default
+    ``config.seed``) orders the batches; the classifier's own initialisation is the caller's."""
     config = data.config
+    seed = config.seed if seed is None else seed
     classifier.to(device)
     train_batches = length_buckets(data.train, data.train_labels, config.finetune_batch, device)
     valid_batches = length_buckets(data.valid, data.valid_labels, eval_batch_size(device), device)
@@ -272,7 +279,7 @@ def finetune(
     start = time.perf_counter()
     history = fit(
         classifier,
-        lambda epoch: shuffled(train_batches, config.seed * 1000 + epoch),
+        lambda epoch: shuffled(train_batches, seed * 1000 + epoch),
         partial(classification_loss, label_smoothing=config.label_smoothing),
         epochs=config.finetune_epochs,
         optimizer=adamw(classifier, lr, config.weight_decay),
