@@ -18,10 +18,12 @@ NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval
 # Trained numbers depend on the CPU kernels torch, MKL and oneDNN pick for the machine (AVX2,
 # AVX-512, ...). Stored outputs are made, and compared by strict nbval, with one pinned set, so
 # that they reproduce on any x86-64 machine with AVX2; the README says why. This is the one place.
-PINNED_KERNELS := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
+# MKL's branch is COMPATIBLE: on AMD processors MKL ignores MKL_CBWR=AVX2 and runs its own
+# dispatch (MKL_VERBOSE says CNR:AUTO), and only COMPATIBLE is the same on every maker's CPU.
+PINNED_KERNELS := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2
 # `make portability` runs the chapters that train with their asserts but no stored numbers
 # compared, under another kernel set (a stand-in for a learner's laptop) and the machine's own.
-OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SSE41
+OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41
 TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 12_% 14_% 16_%),$(CPU_NOTEBOOKS))
 # The pip mirrors of some machines print one warning per package; keep the log readable.
 QUIET_PIP := grep -v "^WARNING: Location" || true

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -58,6 +59,15 @@ def execute(path: Path, timeout: int) -> float:
     return elapsed
 
 
+def pinned_kernels() -> dict[str, str]:
+    """The Makefile's PINNED_KERNELS (its one place), as variable -> value."""
+    makefile = Path(__file__).resolve().parents[1] / "Makefile"
+    found = re.search(r"^PINNED_KERNELS := (.+)$", makefile.read_text(), re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"{makefile} defines no PINNED_KERNELS")
+    return dict(item.split("=", 1) for item in found.group(1).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Execute each notebook named on the command line, in order."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -67,10 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     # Stored outputs show the default configuration, never quick mode.
     os.environ.pop("ATTNLIB_QUICK", None)
     # Stored outputs reproduce only with CI's pinned CPU kernels: `make outputs` sets them.
-    if os.environ.get("ATEN_CPU_CAPABILITY", "").lower() != "avx2":
+    unpinned = [
+        f"{name}={value}"
+        for name, value in pinned_kernels().items()
+        if os.environ.get(name, "").lower() != value.lower()
+    ]
+    if unpinned:
         print(
-            "warning: ATEN_CPU_CAPABILITY is not avx2, so strict nbval may not reproduce these "
-            "outputs on CI; run `make outputs`, which pins the kernels",
+            f"warning: not pinned ({', '.join(unpinned)} expected), so strict nbval may not "
+            "reproduce these outputs on CI; run `make outputs`, which pins the kernels",
             file=sys.stderr,
         )
     for path in args.notebooks:

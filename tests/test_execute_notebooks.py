@@ -39,3 +39,21 @@ def test_consecutive_prints_are_stored_as_one_output():
         ("stream", "stdout", "last\n"),
     ]
     assert "outputs" not in notebook.cells[1]
+
+
+def test_the_pin_is_read_from_the_makefile_and_pins_mkl_on_every_maker():
+    pinned = execute_notebooks.pinned_kernels()
+    assert set(pinned) == {"ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA"}
+    # MKL follows MKL_CBWR=AVX2 on Intel processors only; on AMD ones it dispatches as it likes.
+    assert pinned["MKL_CBWR"] == "COMPATIBLE"
+
+
+def test_an_unpinned_run_is_warned_about(tmp_path, monkeypatch, capsys):
+    notebook = tmp_path / "empty.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), notebook)
+    monkeypatch.setattr(execute_notebooks, "execute", lambda path, timeout: 0.0)
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert execute_notebooks.main([str(notebook)]) == 0
+    assert "not pinned (MKL_CBWR=COMPATIBLE expected)" in capsys.readouterr().err
