@@ -113,3 +113,17 @@ def test_every_exercise_is_followed_by_its_own_solution(notebook):
         label = cells[index + 1] if index + 1 < len(cells) else None
         assert label is not None and label.cell_type == "markdown", f"exercise {heading[1]}"
         assert label.source.strip() == f"Solution to exercise {heading[1]}", label.source[:80]
+
+
+WAITING = sorted((ROOT / "notebooks" / "next").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", WAITING, ids=[path.name for path in WAITING])
+def test_a_chapter_waiting_for_its_gpu_run_stores_no_outputs(path):
+    """notebooks/next/ holds a chapter's next version until a GPU run stores its outputs: none
+    may come from anywhere else, and it replaces a chapter of the same name."""
+    waiting = nbformat.read(path, as_version=4)
+    nbformat.validate(waiting)
+    assert (ROOT / "notebooks" / path.name).is_file(), f"{path.name} replaces no chapter"
+    for cell in code_cells(waiting):
+        assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
