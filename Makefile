@@ -15,6 +15,7 @@ GPU_NOTEBOOKS := $(wildcard notebooks/13_*.ipynb)
 # The next version of chapter 13, edited and waiting for a GPU run to store its outputs
 # (scripts/gpu_run.sh runs it there); until then CI runs it in quick mode, as chapter 13.
 NEXT_NOTEBOOKS := $(wildcard notebooks/next/*.ipynb)
+QUICK_NOTEBOOKS := $(strip $(GPU_NOTEBOOKS) $(NEXT_NOTEBOOKS))
 CPU_NOTEBOOKS := $(filter-out $(GPU_NOTEBOOKS),$(NOTEBOOKS))
 NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval-current-env \
 	--nbval-cell-timeout=900
@@ -75,7 +76,7 @@ unit: $(STAMP)
 
 notebooks: $(STAMP)
 	$(PINNED_KERNELS) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(CPU_NOTEBOOKS) -q
-	$(if $(GPU_NOTEBOOKS)$(NEXT_NOTEBOOKS),ATTNLIB_QUICK=1 $(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax $(GPU_NOTEBOOKS) $(NEXT_NOTEBOOKS) -q)
+	$(if $(QUICK_NOTEBOOKS),ATTNLIB_QUICK=1 $(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax $(QUICK_NOTEBOOKS) -q)
 
 # Lax nbval runs every cell and its asserts; chapter 13 in quick mode, as in `make notebooks`.
 portability: $(STAMP)
@@ -87,7 +88,7 @@ portability: $(STAMP)
 lax-training: $(STAMP)
 	$(BIN)/python -c "import torch; print('torch dispatches to', torch.backends.cpu.get_cpu_capability())"
 	$(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax -n 2 --dist loadscope $(TRAINING_NOTEBOOKS) -q
-	$(if $(GPU_NOTEBOOKS)$(NEXT_NOTEBOOKS),ATTNLIB_QUICK=1 $(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax $(GPU_NOTEBOOKS) $(NEXT_NOTEBOOKS) -q)
+	$(if $(QUICK_NOTEBOOKS),ATTNLIB_QUICK=1 $(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax $(QUICK_NOTEBOOKS) -q)
 
 book: $(STAMP)
 	$(BIN)/python scripts/fetch_book_assets.py

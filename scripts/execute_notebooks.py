@@ -59,13 +59,23 @@ def execute(path: Path, timeout: int) -> float:
     return elapsed
 
 
+MAKEFILE = Path(__file__).resolve().parents[1] / "Makefile"
+
+
+def kernel_sets() -> dict[str, dict[str, str]]:
+    """The Makefile's PINNED_KERNELS and OTHER_KERNELS (their one place), and "own": none."""
+    found = re.findall(r"^(PINNED|OTHER)_KERNELS := (.+)$", MAKEFILE.read_text(), re.MULTILINE)
+    sets = {
+        name.lower(): dict(item.split("=", 1) for item in value.split()) for name, value in found
+    }
+    if set(sets) != {"pinned", "other"}:
+        raise SystemExit(f"{MAKEFILE} must define PINNED_KERNELS and OTHER_KERNELS")
+    return {**sets, "own": {}}
+
+
 def pinned_kernels() -> dict[str, str]:
-    """The Makefile's PINNED_KERNELS (its one place), as variable -> value."""
-    makefile = Path(__file__).resolve().parents[1] / "Makefile"
-    found = re.search(r"^PINNED_KERNELS := (.+)$", makefile.read_text(), re.MULTILINE)
-    if found is None:
-        raise SystemExit(f"{makefile} defines no PINNED_KERNELS")
-    return dict(item.split("=", 1) for item in found.group(1).split())
+    """The Makefile's PINNED_KERNELS, as variable -> value."""
+    return kernel_sets()["pinned"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,8 +11,9 @@
 # to bottom (notebooks/next/'s version where there is one; it trains, since a GPU is there, and
 # writes the shipped model), then copies the executed notebook, the model's four files and the
 # log into $OUT: only files the run wrote, and whatever it wrote even if it stopped early.
-# `bench` runs benchmarks/imdb.py in a call of its own. Locally, ATTNLIB_QUICK=1 and OUT=<folder> make `run` a
-# CPU rehearsal (it never stores a quick run's model: chapter 13 saves only a full run).
+# `bench` runs benchmarks/imdb.py in a call of its own. Locally (in a clone: `run` overwrites the
+# chapter), OUT=<folder> makes `run` a CPU rehearsal: with no GPU the chapter loads the shipped
+# model instead of training, and writes no model files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SITE=.gpu_site

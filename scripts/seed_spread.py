@@ -21,21 +21,8 @@ import time
 from pathlib import Path
 
 import nbformat
+from execute_notebooks import kernel_sets  # scripts/ is on the path of a script run
 from nbclient import NotebookClient
-
-MAKEFILE = Path(__file__).resolve().parents[1] / "Makefile"
-
-
-def kernel_sets() -> dict[str, dict[str, str]]:
-    """The Makefile's PINNED_KERNELS and OTHER_KERNELS (their one place), and "own": none."""
-    found = re.findall(r"^(PINNED|OTHER)_KERNELS := (.+)$", MAKEFILE.read_text(), re.MULTILINE)
-    sets = {
-        name.lower(): dict(item.split("=", 1) for item in value.split()) for name, value in found
-    }
-    if set(sets) != {"pinned", "other"}:
-        raise SystemExit(f"{MAKEFILE} must define PINNED_KERNELS and OTHER_KERNELS")
-    return {**sets, "own": {}}
-
 
 SEEDS_LINE = re.compile(r"^SEEDS = .*$", re.MULTILINE)
 

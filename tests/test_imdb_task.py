@@ -43,6 +43,13 @@ def tokenizer() -> SubwordTokenizer:
     return SubwordTokenizer.train(CORPUS, vocab_size=60, min_frequency=1)
 
 
+def reviews(texts: list[str], labels) -> Reviews:
+    """A split of ``texts`` with one label for all (an int) or one each (a sequence)."""
+    n = len(texts)
+    labels = np.broadcast_to(np.asarray(labels, np.int8), (n,)).copy()
+    return Reviews(texts, labels, np.zeros(n, np.int8), [*map(str, range(n))])
+
+
 def small_config(**changes) -> task.ImdbConfig:
     sizes = dict(vocab_size=60, max_len=32, head_tokens=8, d_model=16, num_heads=2)
     return task.ImdbConfig(**{**sizes, "num_layers": 1, "d_ff": 32, **changes})
@@ -182,9 +189,9 @@ def test_prepare_records_which_test_review_each_encoded_one_is(tokenizer):
     texts = ["a great film", "a terrible film", "i loved it", "a waste of time", "the plot"]
     n = len(texts)
     data = IMDB(
-        train=Reviews(CORPUS[:8], np.ones(8, np.int8), np.zeros(8, np.int8), [*map(str, range(8))]),
-        test=Reviews(texts, np.arange(n, dtype=np.int8) % 2, np.zeros(n, np.int8), [*"abcde"]),
-        unlabelled=Reviews(CORPUS[:4], np.full(4, -1, np.int8), np.zeros(4, np.int8), [*"wxyz"]),
+        train=reviews(CORPUS[:8], 1),
+        test=reviews(texts, np.arange(n) % 2),
+        unlabelled=reviews(CORPUS[:4], -1),
         digest="0" * 64,
     )
     prepared = prepare(data, tokenizer, small_config(n_valid=2, seed=3))
@@ -199,12 +206,6 @@ def test_prepare_records_which_test_review_each_encoded_one_is(tokenizer):
 
 
 def test_prepare_never_pretrains_on_a_test_review(tokenizer):
-    def reviews(texts: list[str], label: int) -> Reviews:
-        n = len(texts)
-        return Reviews(
-            texts, np.full(n, label, np.int8), np.zeros(n, np.int8), [*map(str, range(n))]
-        )
-
     leaked = "a terrible film, a waste of time"
     train = [text for text in CORPUS if text != leaked][:8]
     data = IMDB(
@@ -224,11 +225,9 @@ def test_prepare_never_pretrains_on_a_test_review(tokenizer):
 def test_finetune_seed_orders_the_batches(tokenizer):
     n = len(CORPUS)
     data = IMDB(
-        train=Reviews(
-            CORPUS, np.arange(n, dtype=np.int8) % 2, np.zeros(n, np.int8), [*map(str, range(n))]
-        ),
-        test=Reviews(CORPUS[:4], np.zeros(4, np.int8), np.zeros(4, np.int8), [*"abcd"]),
-        unlabelled=Reviews(CORPUS[:4], np.full(4, -1, np.int8), np.zeros(4, np.int8), [*"wxyz"]),
+        train=reviews(CORPUS, np.arange(n) % 2),
+        test=reviews(CORPUS[:4], 0),
+        unlabelled=reviews(CORPUS[:4], -1),
         digest="0" * 64,
     )
     config = small_config(max_len=64, n_valid=4, seed=0)
@@ -263,12 +262,6 @@ class CopyingModel(torch.nn.Module):
 
 
 def test_pretraining_reports_accuracy_on_the_mask_positions_alone(tokenizer):
-    def reviews(texts: list[str], label: int) -> Reviews:
-        n = len(texts)
-        return Reviews(
-            texts, np.full(n, label, np.int8), np.zeros(n, np.int8), [*map(str, range(n))]
-        )
-
     data = IMDB(
         train=reviews(CORPUS, 1),
         test=reviews(["i loved it"], 0),
