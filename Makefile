@@ -113,10 +113,12 @@ benchmark: $(STAMP)
 
 # What chapter 13's GPU run carries (scripts/gpu_run.sh says how): wheels for the machine's
 # Python 3.12 in .whl/, and IMDB's cache in data_cache/ (built from $$ATTNLIB_DATA or the web).
+# GPU_PYTHON=3.11 fetches wheels for this machine's Python instead, for a CPU rehearsal.
+GPU_PYTHON ?= 3.12
 GPU_PLATFORMS := $(foreach p,manylinux_2_28 manylinux_2_27 manylinux_2_26 manylinux_2_17 manylinux2014 manylinux1 manylinux_2_5,--platform $(p)_x86_64)
 gpu-bundle: $(STAMP)
 	rm -rf .whl && mkdir -p .whl data_cache
-	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version $(GPU_PYTHON) \
 		--implementation cp $(GPU_PLATFORMS) -d .whl $$(grep -v '^#' scripts/gpu_wheels.txt) 2>&1 | $(QUIET_PIP)
 	ATTNLIB_CACHE=$(CURDIR)/data_cache $(BIN)/python -c "from attnlib.data.imdb import load_imdb; load_imdb()"
 	@du -sh .whl data_cache

@@ -1,0 +1,87 @@
+"""scripts/gpu_run.sh's staging, on a throwaway git repository with a fake bundle."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_run.sh"
+WEIGHTS = "attnlib/assets/imdb/model.safetensors"
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` and return what it printed."""
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def gpu_run(repo: Path, verb: str) -> subprocess.CompletedProcess:
+    """Run the repository's copy of gpu_run.sh with ``verb``."""
+    return subprocess.run(
+        ["bash", "scripts/gpu_run.sh", verb], cwd=repo, capture_output=True, text=True
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository holding the script and 1 MiB of committed weights."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts")
+    (tmp_path / WEIGHTS).parent.mkdir(parents=True)
+    (tmp_path / WEIGHTS).write_bytes(b"w" * 2**20)
+    (tmp_path / ".gitignore").write_text("/.whl/\n/data_cache/\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    return tmp_path
+
+
+def bundle(repo: Path, cache_bytes: int) -> None:
+    """A fake .whl/ and data_cache/ as `make gpu-bundle` leaves them."""
+    (repo / ".whl").mkdir()
+    (repo / ".whl" / "a-1.0-py3-none-any.whl").write_bytes(b"z" * 1000)
+    (repo / "data_cache").mkdir()
+    (repo / "data_cache" / "imdb-aclImdb_v1.cache").write_bytes(b"c" * cache_bytes)
+
+
+def test_stage_without_a_bundle_refuses_and_leaves_the_weights(repo):
+    result = gpu_run(repo, "stage")
+    assert result.returncode == 2
+    assert "run 'make gpu-bundle' first" in result.stderr
+    assert git(repo, "status", "--short") == ""
+
+
+def test_stage_takes_the_weights_out_and_counts_what_travels(repo):
+    bundle(repo, cache_bytes=3000)
+    result = gpu_run(repo, "stage")
+    assert result.returncode == 0, result.stderr
+    assert git(repo, "status", "--short").split() == ["D", WEIGHTS]
+    assert not (repo / WEIGHTS).exists()
+    # The script, .gitignore and the carried bundle; not the 1 MiB of weights.
+    expected = SCRIPT.stat().st_size + len("/.whl/\n/data_cache/\n") + 1000 + 3000
+    assert f"({expected} bytes; at most {64 * 2**20})" in result.stdout
+
+
+def test_unstage_puts_the_weights_back(repo):
+    bundle(repo, cache_bytes=10)
+    assert gpu_run(repo, "stage").returncode == 0
+    assert gpu_run(repo, "unstage").returncode == 0
+    assert git(repo, "status", "--short") == ""
+    assert (repo / WEIGHTS).stat().st_size == 2**20
+
+
+def test_stage_refuses_more_than_a_call_can_carry(repo):
+    bundle(repo, cache_bytes=64 * 2**20)
+    result = gpu_run(repo, "stage")
+    assert result.returncode == 1
+    assert "too much to travel" in result.stderr
+
+
+def test_an_unknown_verb_prints_the_usage(repo):
+    result = gpu_run(repo, "go")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: scripts/gpu_run.sh all|install|run|stage|unstage|bench")
