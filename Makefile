@@ -33,7 +33,7 @@ TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 1
 QUIET_PIP := grep -v "^WARNING: Location" || true
 
 .PHONY: help venv install lab test unit lint notebooks portability lax-training book book-check browser outputs \
-	benchmark gpu-bundle clean
+	benchmark gpu-bundle gpu-rehearsal clean
 
 help:
 	@echo "make lab        open the notebooks in JupyterLab (creates $(VENV) if missing)"
@@ -43,6 +43,7 @@ help:
 	@echo "make book       build the Jupyter Book into _build/html (offline, warnings as errors)"
 	@echo "make benchmark  time the attention paths (benchmarks/attention.py)"
 	@echo "make gpu-bundle  what chapter 13's GPU run carries (scripts/gpu_run.sh)"
+	@echo "make gpu-rehearsal  chapter 13's GPU-only code paths on the CPU, a tiny model (8 min)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -122,6 +123,11 @@ gpu-bundle: $(STAMP)
 		--implementation cp $(GPU_PLATFORMS) -d .whl $$(grep -v '^#' scripts/gpu_wheels.txt) 2>&1 | $(QUIET_PIP)
 	ATTNLIB_CACHE=$(CURDIR)/data_cache $(BIN)/python -c "from attnlib.data.imdb import load_imdb; load_imdb()"
 	@du -sh .whl data_cache
+
+# Before a GPU run: the paths only a GPU takes (tokenizer training, the full test set, saving
+# the model, the seed budget), on the CPU with a tiny model, in a copy of the working tree.
+gpu-rehearsal: $(STAMP)
+	$(BIN)/python scripts/rehearse_gpu_run.py
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

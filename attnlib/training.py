@@ -130,6 +130,7 @@ def fit(
     max_steps: int | None = None,
     evaluate_every: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    part_name: str = "epoch",
 ) -> History:
     """Train for ``epochs`` over ``batches`` (or ``batches(epoch)`` for a fresh order each epoch).
 
@@ -143,7 +144,9 @@ def fit(
     e.g. ``time.process_time``, the CPU time of this process, which other programs sharing the
     cores do not inflate (on a CPU-only run, the compute spent). ``progress`` draws a bar per
     epoch (True), none (False), or ``"run"``: one bar over every step, for a run cut into many
-    short epochs (a notebook then shows one bar, not one per part). ``mixed_precision`` True
+    short epochs (a notebook then shows one bar, not one per part). ``part_name`` is what the
+    bars and the lines printed after each epoch call one: "part" where an epoch is not a pass
+    over the data (pretraining in fixed slices of steps). ``mixed_precision`` True
     autocasts to :func:`attnlib.config.training_precision` (bfloat16 or float16 on a GPU, none
     on MPS or the CPU), False never, a dtype always; float16 brings a gradient scaler with it.
     """
@@ -173,7 +176,7 @@ def fit(
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     history = History()
     timer = _TrainingClock(device, clock)
-    run_bar = _run_bar(batches, epochs, max_steps) if progress == "run" else None
+    run_bar = _run_bar(batches, epochs, max_steps, part_name) if progress == "run" else None
     for epoch in range(epochs):
         epoch_batches = batches(epoch) if callable(batches) else batches
         model.train()
@@ -183,7 +186,7 @@ def fit(
         # Few redraws: each one is a message to the notebook front end (and to nbval).
         bar = run_bar or tqdm(
             epoch_batches,
-            desc=f"epoch {epoch + 1}/{epochs}",
+            desc=f"{part_name} {epoch + 1}/{epochs}",
             disable=not progress,
             mininterval=_REDRAW_SECONDS,
         )
@@ -220,7 +223,7 @@ def fit(
         history.record(mean_loss, metrics, timer.elapsed(), _lr(optimizer))
         if progress and metrics:
             shown = ", ".join(f"{name} {value:.4f}" for name, value in metrics.items())
-            tqdm.write(f"epoch {epoch + 1}: loss {mean_loss:.4f}, {shown}")
+            tqdm.write(f"{part_name} {epoch + 1}: loss {mean_loss:.4f}, {shown}")
         if stop_when is not None and stop_when(metrics):
             break
         if max_steps is not None and history.steps >= max_steps:
@@ -251,12 +254,13 @@ def _step(model, optimizer, loss: torch.Tensor, clip_norm: float | None, scaler)
     scaler.update()
 
 
-def _run_bar(batches, epochs: int, max_steps: int | None) -> tqdm:
+def _run_bar(batches, epochs: int, max_steps: int | None, part_name: str) -> tqdm:
     """One bar for the whole run, its total the steps when they can be known."""
     total = epochs * len(batches) if isinstance(batches, Sized) and not callable(batches) else None
     if max_steps is not None:
         total = max_steps if total is None else min(total, max_steps)
-    return tqdm(total=total, desc=f"{epochs} parts", mininterval=_REDRAW_SECONDS, unit="step")
+    desc = f"{epochs} {part_name}" + ("" if epochs == 1 else "s")
+    return tqdm(total=total, desc=desc, mininterval=_REDRAW_SECONDS, unit="step")
 
 
 class _RunningLoss:

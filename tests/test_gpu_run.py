@@ -1,9 +1,12 @@
-"""scripts/gpu_run.sh's staging, on a throwaway git repository with a fake bundle."""
+"""scripts/gpu_run.sh (staging, on a throwaway git repository) and scripts/rehearse_gpu_run.py."""
 
+import importlib.util
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_run.sh"
@@ -85,3 +88,40 @@ def test_an_unknown_verb_prints_the_usage(repo):
     result = gpu_run(repo, "go")
     assert result.returncode == 2
     assert result.stderr.startswith("usage: scripts/gpu_run.sh all|install|run|stage|unstage|bench")
+
+
+def rehearsal_module():
+    """scripts/rehearse_gpu_run.py, imported as a script would see it (scripts/ on the path)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "rehearse_gpu_run", SCRIPT.parent / "rehearse_gpu_run.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_the_rehearsal_takes_every_gpu_only_branch_of_chapter_13():
+    rehearsal = rehearsal_module()
+    root = SCRIPT.parents[1]
+    source = (
+        root / rehearsal.NEXT if (root / rehearsal.NEXT).is_file() else root / rehearsal.CHAPTER
+    )
+    code = "\n".join(
+        c.source for c in rehearsal.rehearsal_notebook(source, 420.0).cells if c.cell_type == "code"
+    )
+    assert "quick_mode()" not in code and 'device.type == "cuda" or' not in code
+    assert (
+        "RETRAIN = True" in code and "FINISH_WITHIN_S = 420.0" in code and "n_eval = None" in code
+    )
+
+
+def test_the_rehearsal_refuses_a_chapter_it_no_longer_matches(tmp_path):
+    rehearsal = rehearsal_module()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("RETRAIN = False")])
+    nbformat.write(notebook, tmp_path / "chapter.ipynb")
+    with pytest.raises(SystemExit, match="the chapter has 0 copies of 'RETRAIN = device.type"):
+        rehearsal.rehearsal_notebook(tmp_path / "chapter.ipynb", None)

@@ -404,8 +404,34 @@ def test_progress_run_draws_one_bar_over_every_epoch(capsys):
     history = fit(model, batches, loss, epochs=4, lr=1e-2, progress="run", device="cpu")
     assert history.steps == 12
     bars = capsys.readouterr().err
-    # one bar, "4 parts", that ends at 12 of 12 steps; no bar per epoch
-    assert "4 parts" in bars and "12/12" in bars and "epoch 1/4" not in bars
+    # one bar, "4 epochs", that ends at 12 of 12 steps; no bar per epoch
+    assert "4 epochs" in bars and "12/12" in bars and "epoch 1/4" not in bars
+
+
+def test_part_name_labels_the_bar_and_the_lines(capsys):
+    model = nn.Linear(2, 1)
+    batches = [(torch.randn(4, 2), torch.randn(4, 1)) for _ in range(2)]
+
+    def loss(model, batch):
+        x, y = batch
+        return nn.functional.mse_loss(model(x), y)
+
+    def evaluate(model):
+        return {"valid": 0.5}
+
+    fit(
+        model,
+        batches,
+        loss,
+        epochs=3,
+        progress="run",
+        evaluate=evaluate,
+        device="cpu",
+        part_name="part",
+    )
+    printed = capsys.readouterr()
+    assert "3 parts" in printed.err and "epoch" not in printed.err + printed.out
+    assert "part 3: loss" in printed.out + printed.err
 
 
 def test_progress_must_be_a_flag_or_run():

@@ -238,6 +238,7 @@ def pretrain(
         device=device,
         progress="run" if progress else False,  # one bar for the 20 parts, not 20 bars
         max_steps=steps,  # the bar's total; the parts add up to it exactly
+        part_name="part",  # a part is 1/20 of the steps, not a pass over the text
     )
     seconds = time.perf_counter() - start
     tokens = history.steps * config.pretrain_batch * config.max_len
