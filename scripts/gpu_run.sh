@@ -6,7 +6,8 @@
 #   make gpu-bundle                  # here: .whl/ (the wheels) and data_cache/ (IMDB's cache)
 #   bash scripts/gpu_run.sh stage    # here: the old weights leave what travels; prints its size
 #   run(command="bash scripts/gpu_run.sh all", carry=[".whl", "data_cache"], timeout_s=600)
-#   bash scripts/gpu_run.sh unstage  # here, only if the run brought no new weights back
+#   bash scripts/gpu_run.sh land DIR # here: DIR is the folder the call's files came back to
+#   bash scripts/gpu_run.sh unstage  # here, instead of land, if the run brought no new weights
 #
 # A call carries at most 64 MiB. The repository (24 MB, 13 MB of it the shipped weights), the
 # wheels (10 MB) and IMDB's cache (38 MB) pass it; without the weights they fit. The run trains
@@ -19,13 +20,19 @@
 # only files the run wrote, and whatever it wrote even if it stopped early. `install` and `run`
 # are its two halves. Locally (in a clone, without `stage`: `run` overwrites the chapter),
 # OUT=<folder> makes `run` or `all` a CPU rehearsal: with no GPU the chapter loads the shipped
-# model instead of training, and writes no model files. `bench` runs benchmarks/imdb.py.
+# model instead of training, and writes no model files. `land` checks what came back (the
+# notebook ran every cell without an error; the four model files), puts the notebook in place of
+# the stored chapter and the model in attnlib/assets/imdb/, removes notebooks/next/ and stages
+# it all in git; the README's GPU table and the run-specific sentences are still to reread.
+# `bench` runs benchmarks/imdb.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
+PYTHON=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 NOTEBOOK=notebooks/13_imdb_encoder.ipynb
 NEXT=notebooks/next/13_imdb_encoder.ipynb
-WEIGHTS=attnlib/assets/imdb/model.safetensors
+MODEL=attnlib/assets/imdb
+MODEL_FILES=(config.json model.safetensors tokenizer.json results.json)
+WEIGHTS=$MODEL/model.safetensors
 CARRIED=(.whl data_cache)
 CARRY_LIMIT=$((64 * 1024 * 1024))
 
@@ -89,10 +96,36 @@ all)
 stage)
   ls .whl/*.whl data_cache/imdb-aclImdb_v1.cache >/dev/null || {
     echo "no bundle here: run 'make gpu-bundle' first" >&2; exit 2; }
+  for carried in "${CARRIED[@]}"; do
+    [ ! -L "$carried" ] || { echo "$carried is a link: a call carries the link, not what it points to" >&2; exit 2; }
+  done
   if git ls-files --error-unmatch "$WEIGHTS" >/dev/null 2>&1; then git rm -q "$WEIGHTS"; fi
   bytes=$(travelling_bytes)
   echo "a call carrying ${CARRIED[*]} sends $((bytes / 1024 / 1024)) MiB ($bytes bytes; at most $CARRY_LIMIT)"
   [ "$bytes" -le "$CARRY_LIMIT" ] || { echo "too much to travel: ignore or remove something" >&2; exit 1; }
+  ;;
+land)
+  from=${2:?usage: scripts/gpu_run.sh land FOLDER (the folder the device call brought its files back to)}
+  for name in "$(basename "$NOTEBOOK")" "${MODEL_FILES[@]}"; do
+    [ -f "$from/$name" ] || { echo "$from has no $name: nothing landed ('unstage' restores the weights)" >&2; exit 1; }
+  done
+  "$PYTHON" - "$from/$(basename "$NOTEBOOK")" <<'PY'
+import json
+import sys
+
+cells = json.load(open(sys.argv[1], encoding="utf-8"))["cells"]
+failed = [i for i, c in enumerate(cells) if any(o["output_type"] == "error" for o in c.get("outputs", []))]
+unrun = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "".join(c["source"]).strip() and c["execution_count"] is None]
+if failed or unrun:
+    sys.exit(f"the chapter that came back failed in cells {failed} and did not run cells {unrun}: nothing landed")
+PY
+  cp "$from/$(basename "$NOTEBOOK")" "$NOTEBOOK"
+  mkdir -p "$MODEL"  # git rm of the weights removes it where they were alone
+  for name in "${MODEL_FILES[@]}"; do install -m 644 "$from/$name" "$MODEL/$name"; done
+  if [ -d "$(dirname "$NEXT")" ]; then git rm -r -q "$(dirname "$NEXT")"; fi
+  git add "$NOTEBOOK" "$MODEL"
+  git status --short
+  echo "landed: now refresh the README's GPU table and reread chapter 13's run-specific sentences"
   ;;
 unstage)
   git reset -q HEAD -- "$WEIGHTS"
@@ -105,7 +138,7 @@ bench)
   "$PYTHON" benchmarks/imdb.py 2>&1 | tee "$OUT/bench.log"
   ;;
 *)
-  echo "usage: scripts/gpu_run.sh all|install|run|stage|unstage|bench" >&2
+  echo "usage: scripts/gpu_run.sh all|install|run|stage|land DIR|unstage|bench" >&2
   exit 2
   ;;
 esac

@@ -1,6 +1,7 @@
 """scripts/gpu_run.sh (staging, on a throwaway git repository) and scripts/rehearse_gpu_run.py."""
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,9 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_run.sh"
 WEIGHTS = "attnlib/assets/imdb/model.safetensors"
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "results.json")
+CHAPTER = "notebooks/13_imdb_encoder.ipynb"
+NEXT = "notebooks/next/13_imdb_encoder.ipynb"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -22,25 +26,52 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-def gpu_run(repo: Path, verb: str) -> subprocess.CompletedProcess:
-    """Run the repository's copy of gpu_run.sh with ``verb``."""
+def gpu_run(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run the repository's copy of gpu_run.sh with ``args``, under this Python."""
     return subprocess.run(
-        ["bash", "scripts/gpu_run.sh", verb], cwd=repo, capture_output=True, text=True
+        ["bash", "scripts/gpu_run.sh", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
     )
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git repository holding the script and 1 MiB of committed weights."""
-    (tmp_path / "scripts").mkdir()
+    """A git repository holding the script, chapter 13 and its next version, 1 MiB of weights."""
+    tmp_path = tmp_path / "repo"
+    (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(SCRIPT, tmp_path / "scripts")
     (tmp_path / WEIGHTS).parent.mkdir(parents=True)
     (tmp_path / WEIGHTS).write_bytes(b"w" * 2**20)
+    (tmp_path / "notebooks" / "next").mkdir(parents=True)
+    for path in (CHAPTER, NEXT):
+        nbformat.write(chapter("print('old')", run=False), tmp_path / path)
     (tmp_path / ".gitignore").write_text("/.whl/\n/data_cache/\n")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
     git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
     return tmp_path
+
+
+def chapter(source: str, run: bool = True, error: bool = False) -> nbformat.NotebookNode:
+    """A one-cell notebook, executed or not, whose output is an error or not."""
+    cell = nbformat.v4.new_code_cell(source, execution_count=1 if run else None)
+    if error:
+        cell.outputs = [nbformat.v4.new_output("error", ename="KeyError", evalue="x", traceback=[])]
+    return nbformat.v4.new_notebook(cells=[cell])
+
+
+def came_back(tmp_path: Path, notebook: nbformat.NotebookNode, model: bool = True) -> Path:
+    """A folder like the one a device call's files land in."""
+    folder = tmp_path / "back"  # beside the repository, not in it
+    folder.mkdir()
+    nbformat.write(notebook, folder / "13_imdb_encoder.ipynb")
+    for name in MODEL_FILES if model else ():
+        (folder / name).write_text(f"new {name}")
+    (folder / "run.log").write_text("done")
+    return folder
 
 
 def bundle(repo: Path, cache_bytes: int) -> None:
@@ -64,8 +95,10 @@ def test_stage_takes_the_weights_out_and_counts_what_travels(repo):
     assert result.returncode == 0, result.stderr
     assert git(repo, "status", "--short").split() == ["D", WEIGHTS]
     assert not (repo / WEIGHTS).exists()
-    # The script, .gitignore and the carried bundle; not the 1 MiB of weights.
-    expected = SCRIPT.stat().st_size + len("/.whl/\n/data_cache/\n") + 1000 + 3000
+    # Every file there (the carried bundle included) but git's own and the 1 MiB of weights.
+    expected = sum(
+        p.stat().st_size for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts
+    )
     assert f"({expected} bytes; at most {64 * 2**20})" in result.stdout
 
 
@@ -84,10 +117,41 @@ def test_stage_refuses_more_than_a_call_can_carry(repo):
     assert "too much to travel" in result.stderr
 
 
+def test_land_puts_the_run_in_place_and_stages_it(repo, tmp_path):
+    bundle(repo, cache_bytes=10)
+    assert gpu_run(repo, "stage").returncode == 0
+    result = gpu_run(repo, "land", str(came_back(tmp_path, chapter("print('new')"))))
+    assert result.returncode == 0, result.stderr
+    assert "print('new')" in (repo / CHAPTER).read_text()
+    assert not (repo / NEXT).exists()
+    assert (repo / WEIGHTS).read_text() == "new model.safetensors"
+    assert oct((repo / WEIGHTS).stat().st_mode & 0o777) == "0o644"
+    staged = git(repo, "status", "--short").splitlines()
+    assert f"M  {CHAPTER}" in staged and f"D  {NEXT}" in staged and f"M  {WEIGHTS}" in staged
+    assert "A  attnlib/assets/imdb/results.json" in staged
+
+
+@pytest.mark.parametrize(
+    "notebook, model, message",
+    [
+        (chapter("1 / 0", error=True), True, "failed in cells [0] and did not run cells []"),
+        (chapter("x = 1", run=False), True, "failed in cells [] and did not run cells [0]"),
+        (chapter("x = 1"), False, "has no config.json"),
+    ],
+)
+def test_land_refuses_an_unfinished_run(repo, tmp_path, notebook, model, message):
+    result = gpu_run(repo, "land", str(came_back(tmp_path, notebook, model=model)))
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert git(repo, "status", "--short") == ""
+
+
 def test_an_unknown_verb_prints_the_usage(repo):
     result = gpu_run(repo, "go")
     assert result.returncode == 2
-    assert result.stderr.startswith("usage: scripts/gpu_run.sh all|install|run|stage|unstage|bench")
+    assert result.stderr.startswith(
+        "usage: scripts/gpu_run.sh all|install|run|stage|land DIR|unstage|bench"
+    )
 
 
 def rehearsal_module():
