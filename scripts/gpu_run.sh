@@ -10,7 +10,7 @@
 #   bash scripts/gpu_run.sh unstage  # here, instead of land, if the run brought no new weights
 #
 # A call carries at most 64 MiB. The repository (24 MB, 13 MB of it the shipped weights), the
-# wheels (10 MB) and IMDB's cache (38 MB) pass it; without the weights they fit. The run trains
+# wheels (14 MB) and IMDB's cache (38 MB) pass it; without the weights they fit. The run trains
 # new weights and never reads the old ones, so `stage` takes them out of git's index and the
 # working tree until the new ones replace them (or `unstage` puts them back).
 #
