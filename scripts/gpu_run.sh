@@ -39,8 +39,13 @@ CARRY_LIMIT=$((64 * 1024 * 1024))
 environment() {  # $1: where the wheels are (or will be) unpacked
   export PYTHONPATH="$1:$PWD" PYTHONUNBUFFERED=1 MPLBACKEND=module://matplotlib_inline.backend_inline
   export ATTNLIB_CACHE="$PWD/data_cache"
-  # The chapter's CPU-side numbers (the n-gram baselines, the shipped-model check) with CI's kernels.
-  export ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2
+  # The chapter's CPU-side numbers (the n-gram baselines, the shipped-model check) with CI's
+  # kernels: the Makefile's PINNED_KERNELS, their one place.
+  local pinned
+  pinned=$(sed -n 's/^PINNED_KERNELS := //p' Makefile)
+  [ -n "$pinned" ] || { echo "the Makefile defines no PINNED_KERNELS" >&2; exit 2; }
+  # shellcheck disable=SC2086  # one word per VARIABLE=value
+  export $pinned
 }
 
 install_wheels() {  # $1: the folder to unpack them into
