@@ -30,6 +30,8 @@ from pathlib import Path
 import nbformat
 from execute_notebooks import pinned_kernels  # scripts/ is on the path of a script run
 
+from attnlib.tasks.imdb_train import MODEL_FILES
+
 ROOT = Path(__file__).resolve().parents[1]
 NEXT = Path("notebooks/next/13_imdb_encoder.ipynb")
 CHAPTER = Path("notebooks/13_imdb_encoder.ipynb")
@@ -117,7 +119,7 @@ def check(copy: Path, since: float) -> list[str]:
     """What the full run must leave behind: the model's four files, new, and a complete record."""
     problems = [
         f"{name} not written"
-        for name in ("config.json", "model.safetensors", "tokenizer.json", "results.json")
+        for name in MODEL_FILES
         if not (copy / MODEL / name).is_file() or (copy / MODEL / name).stat().st_mtime < since
     ]
     if problems:

@@ -10,9 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attnlib.tasks.imdb_train import MODEL_FILES
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_run.sh"
 WEIGHTS = "attnlib/assets/imdb/model.safetensors"
-MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "results.json")
 CHAPTER = "notebooks/13_imdb_encoder.ipynb"
 NEXT = "notebooks/next/13_imdb_encoder.ipynb"
 

@@ -230,8 +230,7 @@ def test_finetune_seed_orders_the_batches(tokenizer):
         unlabelled=reviews(CORPUS[:4], -1),
         digest="0" * 64,
     )
-    config = small_config(max_len=64, n_valid=4, seed=0)
-    config = config.__class__(**{**config.to_dict(), "finetune_batch": 2, "finetune_epochs": 1})
+    config = small_config(max_len=64, n_valid=4, seed=0, finetune_batch=2, finetune_epochs=1)
     prepared = prepare(data, tokenizer, config)
 
     def losses(seed: int | None) -> list[float]:
