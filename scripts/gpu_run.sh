@@ -23,7 +23,9 @@
 # model instead of training, and writes no model files. `land` checks what came back (the
 # notebook ran every cell without an error; the four model files), puts the notebook in place of
 # the stored chapter and the model in attnlib/assets/imdb/, removes notebooks/next/ and stages
-# it all in git; the README's GPU table and the run-specific sentences are still to reread.
+# it all in git, with the README's GPU table rewritten from the new record (scripts/gpu_table.py);
+# the sentence above that table, the README's line for chapter 13 and the chapter's run-specific
+# sentences are still to reread.
 # `bench` runs benchmarks/imdb.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,13 +126,19 @@ unrun = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "".join(
 if failed or unrun:
     sys.exit(f"the chapter that came back failed in cells {failed} and did not run cells {unrun}: nothing landed")
 PY
+  # The README's table is written from the new record: a record it cannot read lands nothing.
+  "$PYTHON" scripts/gpu_table.py --model "$from" >/dev/null || {
+    echo "scripts/gpu_table.py cannot read the record that came back: nothing landed" >&2; exit 1; }
   cp "$from/$(basename "$NOTEBOOK")" "$NOTEBOOK"
   mkdir -p "$MODEL"  # git rm of the weights removes it where they were alone
   for name in "${MODEL_FILES[@]}"; do install -m 644 "$from/$name" "$MODEL/$name"; done
   if [ -d "$(dirname "$NEXT")" ]; then git rm -r -q "$(dirname "$NEXT")"; fi
-  git add "$NOTEBOOK" "$MODEL"
+  "$PYTHON" scripts/gpu_table.py --write >/dev/null
+  git add "$NOTEBOOK" "$MODEL" README.md
   git status --short
-  echo "landed: now refresh the README's GPU table and reread chapter 13's run-specific sentences"
+  echo "landed, the README's GPU table rewritten from the new record: now update the sentence above" \
+    "it (torch, CUDA, minutes), the README's line for chapter 13 (tests/test_gpu_run.py checks its" \
+    "numbers) and chapter 13's run-specific sentences"
   ;;
 unstage)
   git reset -q HEAD -- "$WEIGHTS"

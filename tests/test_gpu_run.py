@@ -1,6 +1,7 @@
 """scripts/gpu_run.sh (staging, on a throwaway git repository) and scripts/rehearse_gpu_run.py."""
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from attnlib.tasks.imdb_train import MODEL_FILES
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_run.sh"
+TABLE_SCRIPT = SCRIPT.parent / "gpu_table.py"
 WEIGHTS = "attnlib/assets/imdb/model.safetensors"
 CHAPTER = "notebooks/13_imdb_encoder.ipynb"
 NEXT = "notebooks/next/13_imdb_encoder.ipynb"
@@ -44,6 +46,9 @@ def repo(tmp_path: Path) -> Path:
     tmp_path = tmp_path / "repo"
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(SCRIPT, tmp_path / "scripts")
+    shutil.copy(TABLE_SCRIPT, tmp_path / "scripts")
+    table = gpu_table_module()
+    (tmp_path / "README.md").write_text(f"before\n{table.BEGIN}\nold table\n{table.END}\nafter\n")
     (tmp_path / WEIGHTS).parent.mkdir(parents=True)
     (tmp_path / WEIGHTS).write_bytes(b"w" * 2**20)
     (tmp_path / "notebooks" / "next").mkdir(parents=True)
@@ -71,6 +76,9 @@ def came_back(tmp_path: Path, notebook: nbformat.NotebookNode, model: bool = Tru
     nbformat.write(notebook, folder / "13_imdb_encoder.ipynb")
     for name in MODEL_FILES if model else ():
         (folder / name).write_text(f"new {name}")
+    if model:
+        (folder / "results.json").write_text(json.dumps(new_record()))
+        (folder / "config.json").write_text(json.dumps(CONFIG))
     (folder / "run.log").write_text("done")
     return folder
 
@@ -190,3 +198,100 @@ def test_the_rehearsal_refuses_a_chapter_it_no_longer_matches(tmp_path):
     nbformat.write(notebook, tmp_path / "chapter.ipynb")
     with pytest.raises(SystemExit, match="the chapter has 0 copies of 'RETRAIN = device.type"):
         rehearsal.rehearsal_notebook(tmp_path / "chapter.ipynb", None)
+
+
+def gpu_table_module():
+    """scripts/gpu_table.py, imported from its file."""
+    spec = importlib.util.spec_from_file_location("gpu_table", TABLE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONFIG = {"pretrain_batch": 128, "max_len": 512, "n_valid": 1000}
+
+
+def new_record() -> dict:
+    """A record shaped like the one the next chapter 13 writes (three seeds, McNemar)."""
+    seeds = {"pretrained, seed 0": 0.93, "pretrained, seed 1": 0.92, "pretrained, seed 2": 0.925}
+    finetuning = {key: {"seconds": [15.0, 30.0, 45.0]} for key in seeds}
+    finetuning["from scratch"] = {"seconds": [14.0, 28.0, 42.0]}
+    return {
+        "device": "NVIDIA H200",
+        "software": "torch 2.13.0, CUDA 13.0",
+        "test_reviews": 25000,
+        "test_accuracy": 0.93,
+        "scratch_test_accuracy": 0.88,
+        "seed_test_accuracies": seeds,
+        "seconds_to_90_valid": 301.4,
+        "mcnemar_nbsvm": {
+            "reviews": 25000,
+            "encoder_only": 1300,
+            "nbsvm_only": 900,
+            "p_value": 1.2e-17,
+        },
+        "pretraining": {
+            "steps": 12000,
+            "seconds": [10.0, 250.0],
+            "tokens_per_second": 3.0e6,
+            "steady_tokens_per_second": 3.5e6,
+            "flops_per_token": 40e6,
+            "peak_tflops": 989.0,
+        },
+        "finetuning": finetuning,
+        "baselines": {"NBSVM-style 1-3-grams": 0.9127},
+    }
+
+
+def test_the_gpu_table_of_a_run_with_seeds_and_a_paired_test():
+    rows = dict(gpu_table_module().table_rows(new_record(), CONFIG))
+    assert rows["device"] == "NVIDIA H200 (989 TFLOP/s dense bf16 peak)"
+    assert rows["software"] == "torch 2.13.0, CUDA 13.0"
+    assert rows["masked-LM pretraining"] == "12,000 steps of 128 × 512 tokens in 250 s"
+    # 3e6 tokens/s x 40 MFLOP/token = 120 TFLOP/s, 12% of 989; 3.5e6 tokens/s: 140, 14%.
+    assert rows["pretraining throughput"].endswith("= 120 TFLOP/s at 40.0 MFLOP/token, 12% of peak")
+    assert rows["the same, after the first twentieth (compilation left out)"].startswith(
+        "3.5 M tokens/s = 140 TFLOP/s"
+    )
+    assert rows["fine-tuning"].startswith("3 epochs in 45 s (15 s per epoch")
+    assert rows["time to 90% validation accuracy"] == "301 s, pretraining included"
+    assert rows["test accuracy (25,000 reviews)"].startswith(
+        "93.00% pretrained and fine-tuned (seed 0; shipped); 88.00% from scratch"
+    )
+    assert rows["over 3 fine-tuning seeds"] == "92.50% ± 0.50% (mean ± sd; 93.00%, 92.00%, 92.50%)"
+    assert rows["shipped encoder against NBSVM, review by review"] == (
+        "only the encoder right on 1,300, only NBSVM on 900, of 25,000; exact McNemar p < 0.0001"
+    )
+
+
+def test_the_readme_table_is_the_shipped_record():
+    table = gpu_table_module()
+    readme = table.README.read_text()
+    assert table.table() in readme, "run: python scripts/gpu_table.py --write"
+    results = json.loads((table.MODEL / "results.json").read_text())
+    chapter_line = next(line for line in readme.splitlines() if line.startswith("| 13 |"))
+    assert f"{results['test_accuracy']:.2%}" in chapter_line
+    assert f"{max(results['baselines'].values()):.2%}" in chapter_line
+
+
+def test_the_gpu_table_needs_its_markers():
+    with pytest.raises(ValueError, match="the README has no table between"):
+        gpu_table_module().replace_table("no markers here", "| a | b |")
+
+
+def test_land_writes_the_readme_table_from_the_new_record(repo, tmp_path):
+    result = gpu_run(repo, "land", str(came_back(tmp_path, chapter("print('new')"))))
+    assert result.returncode == 0, result.stderr
+    readme = (repo / "README.md").read_text()
+    assert readme.startswith("before\n") and readme.endswith("\nafter\n")
+    assert "old table" not in readme and "| device | NVIDIA H200 (989 TFLOP/s" in readme
+    assert "M  README.md" in git(repo, "status", "--short").splitlines()
+
+
+def test_land_refuses_a_record_the_table_cannot_read(repo, tmp_path):
+    folder = came_back(tmp_path, chapter("print('new')"))
+    (folder / "results.json").write_text("{}")
+    result = gpu_run(repo, "land", str(folder))
+    assert result.returncode == 1
+    assert "cannot read the record that came back: nothing landed" in result.stderr
+    assert git(repo, "status", "--short") == ""
