@@ -68,7 +68,9 @@ run_chapter() {  # $1: seconds the chapter may take
   local status=0
   { echo "the chapter may take $1 s"
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || true
-    timeout "$1" "$PYTHON" scripts/execute_notebooks.py "$NOTEBOOK"; } 2>&1 \
+    # The log shows every cell's time and last lines, and a run that fails or runs out of time
+    # still brings back the cells it ran (`land` refuses such a notebook).
+    timeout "$1" "$PYTHON" scripts/execute_notebooks.py --log-cells --keep-partial "$NOTEBOOK"; } 2>&1 \
     | tee "$OUT/run.log" || status=$?
   # Only files this run wrote: never the old model passed off as the new one.
   find "$NOTEBOOK" attnlib/assets/imdb -maxdepth 1 -type f -newer "$OUT/.started" \

@@ -158,7 +158,7 @@ def main() -> int:
         nbformat.write(rehearsal_notebook(source, args.finish_within), copy / CHAPTER)
         since = time.time()
         run = subprocess.run(
-            [sys.executable, "scripts/execute_notebooks.py", str(CHAPTER)],
+            [sys.executable, "scripts/execute_notebooks.py", "--keep-partial", str(CHAPTER)],
             cwd=copy,
             env=environment(copy),
         )

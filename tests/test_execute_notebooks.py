@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
+import pytest
+from nbclient.exceptions import CellExecutionError
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "execute_notebooks.py"
 spec = importlib.util.spec_from_file_location("execute_notebooks", SCRIPT)
@@ -51,9 +57,74 @@ def test_the_pin_is_read_from_the_makefile_and_pins_mkl_on_every_maker():
 def test_an_unpinned_run_is_warned_about(tmp_path, monkeypatch, capsys):
     notebook = tmp_path / "empty.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), notebook)
-    monkeypatch.setattr(execute_notebooks, "execute", lambda path, timeout: 0.0)
+    monkeypatch.setattr(execute_notebooks, "execute", lambda path, timeout, *flags: 0.0)
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
     monkeypatch.setenv("MKL_CBWR", "AVX2")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     assert execute_notebooks.main([str(notebook)]) == 0
     assert "not pinned (MKL_CBWR=COMPATIBLE expected)" in capsys.readouterr().err
+
+
+def code_notebook(path: Path, *sources: str) -> Path:
+    """Write a notebook of code cells to `path`."""
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources]), path
+    )
+    return path
+
+
+def test_the_log_shows_what_a_terminal_would():
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [stream("stdout", "one\n10%\r50%\r100%\n"), stream("stderr", "noise\n")]
+    assert execute_notebooks.last_lines(cell) == ["one", "100%"]
+    assert execute_notebooks.last_lines(cell, count=1) == ["100%"]
+
+
+def test_a_failed_cell_keeps_the_cells_run_so_far(tmp_path, capsys):
+    path = code_notebook(tmp_path / "fail.ipynb", "print('kept')", "assert False, 'claim'", "1")
+    with pytest.raises(CellExecutionError):
+        execute_notebooks.execute(path, 60, log_cells=True, keep_partial=True)
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[0].outputs[0].text == "kept\n"
+    assert cells[1].outputs[0].ename == "AssertionError"
+    assert cells[2].execution_count is None and cells[2].outputs == []
+    assert "  [0] " in capsys.readouterr().out
+
+
+def test_a_stopped_run_marks_the_cell_it_stopped_in(tmp_path, monkeypatch):
+    path = code_notebook(tmp_path / "stopped.ipynb", "1", "2")
+
+    def execute(client):
+        client.on_cell_start(cell=client.nb.cells[1], cell_index=1)
+        raise execute_notebooks.Stopped("stopped by SIGTERM")
+
+    monkeypatch.setattr(execute_notebooks.NotebookClient, "execute", execute)
+    with pytest.raises(execute_notebooks.Stopped):
+        execute_notebooks.execute(path, 60, keep_partial=True)
+    stopped = nbformat.read(path, as_version=4).cells[1].outputs
+    assert [(o.ename, o.evalue) for o in stopped] == [("Stopped", "Stopped: stopped by SIGTERM")]
+
+
+def test_a_run_stopped_by_sigterm_stores_what_it_ran(tmp_path):
+    # `timeout` sends SIGTERM to the whole process group, the kernel included, as here.
+    path = code_notebook(
+        tmp_path / "slow.ipynb", "print('kept')", "import time; time.sleep(60)", "1"
+    )
+    run = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--log-cells", "--keep-partial", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **execute_notebooks.pinned_kernels()},
+        start_new_session=True,
+    )
+    for line in run.stdout:
+        if line.startswith("  [0] "):  # the first cell has run; the second is sleeping
+            os.killpg(run.pid, signal.SIGTERM)
+            break
+    assert "the run stopped early" in run.stdout.read()
+    assert run.wait(timeout=30) != 0
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[0].outputs[0].text == "kept\n"
+    assert [o.output_type for o in cells[1].outputs] == ["error"]  # stopped there
+    assert cells[2].execution_count is None
