@@ -78,10 +78,12 @@ def execute(path: Path, timeout: int, log_cells: bool = False, keep_partial: boo
         record_timing=False,
     )
     start = time.perf_counter()
-    running = set()  # the index of the cell that started and has not finished
+    running = set()  # the index of the code cell that started and has not finished
 
     def started(cell: nbformat.NotebookNode, cell_index: int, **_: object) -> None:
-        running.add(cell_index)
+        running.clear()
+        if cell.cell_type == "code" and cell.source.strip():  # nbclient skips the others
+            running.add(cell_index)
 
     def executed(cell: nbformat.NotebookNode, cell_index: int, **_: object) -> None:
         running.discard(cell_index)

@@ -66,10 +66,10 @@ def test_an_unpinned_run_is_warned_about(tmp_path, monkeypatch, capsys):
 
 
 def code_notebook(path: Path, *sources: str) -> Path:
-    """Write a notebook of code cells to `path`."""
-    nbformat.write(
-        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources]), path
-    )
+    """Write a notebook to `path`: a markdown cell, then a code cell for each source."""
+    cells = [nbformat.v4.new_markdown_cell("# A chapter")]
+    cells += [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     return path
 
 
@@ -85,23 +85,24 @@ def test_a_failed_cell_keeps_the_cells_run_so_far(tmp_path, capsys):
     with pytest.raises(CellExecutionError):
         execute_notebooks.execute(path, 60, log_cells=True, keep_partial=True)
     cells = nbformat.read(path, as_version=4).cells
-    assert cells[0].outputs[0].text == "kept\n"
-    assert cells[1].outputs[0].ename == "AssertionError"
-    assert cells[2].execution_count is None and cells[2].outputs == []
-    assert "  [0] " in capsys.readouterr().out
+    assert cells[1].outputs[0].text == "kept\n"
+    assert cells[2].outputs[0].ename == "AssertionError"
+    assert cells[3].execution_count is None and cells[3].outputs == []
+    assert "  [1] " in capsys.readouterr().out
 
 
 def test_a_stopped_run_marks_the_cell_it_stopped_in(tmp_path, monkeypatch):
     path = code_notebook(tmp_path / "stopped.ipynb", "1", "2")
 
     def execute(client):
-        client.on_cell_start(cell=client.nb.cells[1], cell_index=1)
+        client.on_cell_start(cell=client.nb.cells[0], cell_index=0)  # markdown
+        client.on_cell_start(cell=client.nb.cells[2], cell_index=2)
         raise execute_notebooks.Stopped("stopped by SIGTERM")
 
     monkeypatch.setattr(execute_notebooks.NotebookClient, "execute", execute)
     with pytest.raises(execute_notebooks.Stopped):
         execute_notebooks.execute(path, 60, keep_partial=True)
-    stopped = nbformat.read(path, as_version=4).cells[1].outputs
+    stopped = nbformat.read(path, as_version=4).cells[2].outputs
     assert [(o.ename, o.evalue) for o in stopped] == [("Stopped", "Stopped: stopped by SIGTERM")]
 
 
@@ -119,12 +120,12 @@ def test_a_run_stopped_by_sigterm_stores_what_it_ran(tmp_path):
         start_new_session=True,
     )
     for line in run.stdout:
-        if line.startswith("  [0] "):  # the first cell has run; the second is sleeping
+        if line.startswith("  [1] "):  # the first cell has run; the second is sleeping
             os.killpg(run.pid, signal.SIGTERM)
             break
     assert "the run stopped early" in run.stdout.read()
     assert run.wait(timeout=30) != 0
     cells = nbformat.read(path, as_version=4).cells
-    assert cells[0].outputs[0].text == "kept\n"
-    assert [o.output_type for o in cells[1].outputs] == ["error"]  # stopped there
-    assert cells[2].execution_count is None
+    assert cells[1].outputs[0].text == "kept\n"
+    assert [o.output_type for o in cells[2].outputs] == ["error"]  # stopped there
+    assert cells[3].execution_count is None
