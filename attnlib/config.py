@@ -98,15 +98,17 @@ def training_precision(device: torch.device) -> torch.dtype | None:
 PEAK_BF16_TFLOPS = {"H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H200": 989.0}
 
 
+def peak_of(name: str) -> float | None:
+    """The dense bf16 peak in TFLOP/s of the GPU CUDA calls `name`; None when unknown."""
+    return next((peak for key, peak in PEAK_BF16_TFLOPS.items() if key in name), None)
+
+
 def device_peak(device: torch.device) -> tuple[str, float | None]:
     """The device's name and its dense bf16 peak in TFLOP/s (None when unknown)."""
     if device.type != "cuda":
         return device.type, None
     name = torch.cuda.get_device_name(device)
-    for key, peak in PEAK_BF16_TFLOPS.items():
-        if key in name:
-            return name, peak
-    return name, None
+    return name, peak_of(name)
 
 
 def _mps_available() -> bool:

@@ -3,9 +3,10 @@
 This is what `make outputs` runs: stored outputs must come from one clean run of the current
 code, with execution counts 1..N and the widget state the book draws its widgets from.
 
-Chapter 13's GPU run (scripts/gpu_run.sh) adds `--log-cells`, so that its log shows each code
-cell's time and what it printed, and `--keep-partial`, so that a run that fails or is stopped
-(SIGTERM, as `timeout` sends) still stores the cells it ran, the stopped one marked with an error.
+Chapter 13's GPU run (scripts/gpu_run.sh) and its rehearsal add `--log-cells`, so that the log
+shows each code cell's time and what it printed, and `--keep-partial`, so that a run that fails or
+is stopped (SIGTERM, as `timeout` sends) still stores the cells it ran, the stopped one marked
+with an error.
 """
 
 from __future__ import annotations

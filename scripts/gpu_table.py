@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attnlib.config import PEAK_BF16_TFLOPS  # noqa: E402
+from attnlib.config import peak_of  # noqa: E402
 
 MODEL = ROOT / "attnlib" / "assets" / "imdb"
 README = ROOT / "README.md"
@@ -29,10 +29,7 @@ END = "<!-- end of chapter 13's GPU run -->"
 
 def peak_tflops(results: dict) -> float | None:
     """The device's dense bf16 peak in TFLOP/s: as recorded, else looked up by the device's name."""
-    recorded = results["pretraining"].get("peak_tflops")
-    if recorded:
-        return recorded
-    return next((peak for key, peak in PEAK_BF16_TFLOPS.items() if key in results["device"]), None)
+    return results["pretraining"].get("peak_tflops") or peak_of(results["device"])
 
 
 def throughput(tokens_per_second: float, flops_per_token: float, peak: float | None) -> str:
@@ -43,6 +40,11 @@ def throughput(tokens_per_second: float, flops_per_token: float, peak: float | N
         f"at {flops_per_token / 1e6:.1f} MFLOP/token"
     )
     return text + (f", {tflops / peak:.0%} of peak" if peak else "")
+
+
+def shipped_run(results: dict) -> str:
+    """The key of the shipped fine-tuning run: the first pretrained one (seed 0 runs first)."""
+    return next(key for key in results["finetuning"] if key.startswith("pretrained"))
 
 
 def pretraining_rows(results: dict, config: dict) -> list[tuple[str, str]]:
@@ -69,8 +71,7 @@ def pretraining_rows(results: dict, config: dict) -> list[tuple[str, str]]:
 
 def finetuning_rows(results: dict, config: dict) -> list[tuple[str, str]]:
     """The shipped run's fine-tuning time, and how long until 90% accuracy."""
-    shipped = next(key for key in results["finetuning"] if key.startswith("pretrained"))
-    seconds = results["finetuning"][shipped]["seconds"]
+    seconds = results["finetuning"][shipped_run(results)]["seconds"]
     epochs = f"{len(seconds)} epoch{'s' if len(seconds) > 1 else ''}"
     rows = [
         (
@@ -92,8 +93,9 @@ def finetuning_rows(results: dict, config: dict) -> list[tuple[str, str]]:
 
 def accuracy_rows(results: dict) -> list[tuple[str, str]]:
     """Test accuracies, the spread over fine-tuning seeds, and the paired test against NBSVM."""
-    shipped = next(key for key in results["finetuning"] if key.startswith("pretrained"))
-    seed = shipped.removeprefix("pretrained").lstrip(", ")  # "seed 0"; "" in the first record
+    seed = (
+        shipped_run(results).removeprefix("pretrained").lstrip(", ")
+    )  # "seed 0"; "" in the first record
     which = f"{seed}; shipped" if seed else "shipped"
     baselines = "; ".join(f"{value:.2%} {name}" for name, value in results["baselines"].items())
     rows = [

@@ -103,18 +103,6 @@ def environment(copy: Path) -> dict[str, str]:
     return env
 
 
-def printed(notebook: Path) -> str:
-    """Every code cell's printed text and errors, numbered, for a person to read."""
-    lines = []
-    for index, cell in enumerate(nbformat.read(notebook, as_version=4).cells):
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream":
-                lines.append(f"[{index}] {output.text.rstrip()}")
-            elif output.output_type == "error":
-                lines.append(f"[{index}] ERROR {output.ename}: {output.evalue}")
-    return "\n".join(lines)
-
-
 def check(copy: Path, since: float) -> list[str]:
     """What the full run must leave behind: the model's four files, new, and a complete record."""
     problems = [
@@ -157,12 +145,9 @@ def main() -> int:
         source = copy / (NEXT if (copy / NEXT).is_file() else CHAPTER)
         nbformat.write(rehearsal_notebook(source, args.finish_within), copy / CHAPTER)
         since = time.time()
-        run = subprocess.run(
-            [sys.executable, "scripts/execute_notebooks.py", "--keep-partial", str(CHAPTER)],
-            cwd=copy,
-            env=environment(copy),
-        )
-        print(printed(copy / CHAPTER))
+        # The same log as the GPU run's: each cell's time and what it printed.
+        runner = [sys.executable, "scripts/execute_notebooks.py", "--log-cells", "--keep-partial"]
+        run = subprocess.run([*runner, str(CHAPTER)], cwd=copy, env=environment(copy))
         problems = [] if run.returncode == 0 else [f"the chapter failed (status {run.returncode})"]
         problems += check(copy, since)
         if args.keep:

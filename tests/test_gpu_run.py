@@ -163,18 +163,21 @@ def test_an_unknown_verb_prints_the_usage(repo):
     )
 
 
-def rehearsal_module():
-    """scripts/rehearse_gpu_run.py, imported as a script would see it (scripts/ on the path)."""
+def script_module(name: str):
+    """scripts/<name>.py, imported as a script would see it (scripts/ on the path)."""
     sys.path.insert(0, str(SCRIPT.parent))
     try:
-        spec = importlib.util.spec_from_file_location(
-            "rehearse_gpu_run", SCRIPT.parent / "rehearse_gpu_run.py"
-        )
+        spec = importlib.util.spec_from_file_location(name, SCRIPT.parent / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(SCRIPT.parent))
     return module
+
+
+def rehearsal_module():
+    """scripts/rehearse_gpu_run.py."""
+    return script_module("rehearse_gpu_run")
 
 
 def test_the_rehearsal_takes_every_gpu_only_branch_of_chapter_13():
@@ -201,11 +204,8 @@ def test_the_rehearsal_refuses_a_chapter_it_no_longer_matches(tmp_path):
 
 
 def gpu_table_module():
-    """scripts/gpu_table.py, imported from its file."""
-    spec = importlib.util.spec_from_file_location("gpu_table", TABLE_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """scripts/gpu_table.py."""
+    return script_module("gpu_table")
 
 
 CONFIG = {"pretrain_batch": 128, "max_len": 512, "n_valid": 1000}
