@@ -93,9 +93,8 @@ def finetuning_rows(results: dict, config: dict) -> list[tuple[str, str]]:
 
 def accuracy_rows(results: dict) -> list[tuple[str, str]]:
     """Test accuracies, the spread over fine-tuning seeds, and the paired test against NBSVM."""
-    seed = (
-        shipped_run(results).removeprefix("pretrained").lstrip(", ")
-    )  # "seed 0"; "" in the first record
+    # "pretrained, seed 0" gives "seed 0"; the first record's key, "pretrained", gives "".
+    seed = shipped_run(results).removeprefix("pretrained").lstrip(", ")
     which = f"{seed}; shipped" if seed else "shipped"
     baselines = "; ".join(f"{value:.2%} {name}" for name, value in results["baselines"].items())
     rows = [

@@ -47,7 +47,7 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(SCRIPT, tmp_path / "scripts")
     shutil.copy(TABLE_SCRIPT, tmp_path / "scripts")
-    table = gpu_table_module()
+    table = script_module("gpu_table")
     (tmp_path / "README.md").write_text(f"before\n{table.BEGIN}\nold table\n{table.END}\nafter\n")
     (tmp_path / WEIGHTS).parent.mkdir(parents=True)
     (tmp_path / WEIGHTS).write_bytes(b"w" * 2**20)
@@ -175,13 +175,8 @@ def script_module(name: str):
     return module
 
 
-def rehearsal_module():
-    """scripts/rehearse_gpu_run.py."""
-    return script_module("rehearse_gpu_run")
-
-
 def test_the_rehearsal_takes_every_gpu_only_branch_of_chapter_13():
-    rehearsal = rehearsal_module()
+    rehearsal = script_module("rehearse_gpu_run")
     root = SCRIPT.parents[1]
     source = (
         root / rehearsal.NEXT if (root / rehearsal.NEXT).is_file() else root / rehearsal.CHAPTER
@@ -196,16 +191,11 @@ def test_the_rehearsal_takes_every_gpu_only_branch_of_chapter_13():
 
 
 def test_the_rehearsal_refuses_a_chapter_it_no_longer_matches(tmp_path):
-    rehearsal = rehearsal_module()
+    rehearsal = script_module("rehearse_gpu_run")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("RETRAIN = False")])
     nbformat.write(notebook, tmp_path / "chapter.ipynb")
     with pytest.raises(SystemExit, match="the chapter has 0 copies of 'RETRAIN = device.type"):
         rehearsal.rehearsal_notebook(tmp_path / "chapter.ipynb", None)
-
-
-def gpu_table_module():
-    """scripts/gpu_table.py."""
-    return script_module("gpu_table")
 
 
 CONFIG = {"pretrain_batch": 128, "max_len": 512, "n_valid": 1000}
@@ -244,7 +234,7 @@ def new_record() -> dict:
 
 
 def test_the_gpu_table_of_a_run_with_seeds_and_a_paired_test():
-    rows = dict(gpu_table_module().table_rows(new_record(), CONFIG))
+    rows = dict(script_module("gpu_table").table_rows(new_record(), CONFIG))
     assert rows["device"] == "NVIDIA H200 (989 TFLOP/s dense bf16 peak)"
     assert rows["software"] == "torch 2.13.0, CUDA 13.0"
     assert rows["masked-LM pretraining"] == "12,000 steps of 128 × 512 tokens in 250 s"
@@ -265,7 +255,7 @@ def test_the_gpu_table_of_a_run_with_seeds_and_a_paired_test():
 
 
 def test_the_readme_table_is_the_shipped_record():
-    table = gpu_table_module()
+    table = script_module("gpu_table")
     readme = table.README.read_text()
     assert table.table() in readme, "run: python scripts/gpu_table.py --write"
     results = json.loads((table.MODEL / "results.json").read_text())
@@ -278,7 +268,7 @@ def test_the_readme_table_is_the_shipped_record():
 
 def test_the_gpu_table_needs_its_markers():
     with pytest.raises(ValueError, match="the README has no table between"):
-        gpu_table_module().replace_table("no markers here", "| a | b |")
+        script_module("gpu_table").replace_table("no markers here", "| a | b |")
 
 
 def test_land_writes_the_readme_table_from_the_new_record(repo, tmp_path):
