@@ -224,10 +224,22 @@ def prompts(page) -> list[str]:
     return page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_inner_texts()
 
 
-def run_started(page) -> bool:
-    """Whether some code cell has been queued or run: its prompt is no longer the blank ``[ ]:``
-    of a cleared notebook."""
-    return any(re.fullmatch(r"\[(\*|\d+)\]:", text.strip()) for text in prompts(page))
+def run_started(page, timeout_ms: float) -> bool:
+    """Whether some code cell is queued or has run within ``timeout_ms``: its prompt is no longer
+    the blank ``[ ]:`` of a cleared notebook (JupyterLab queues the first cell as soon as a Run
+    command executes, however busy the kernel)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    try:
+        page.wait_for_function(
+            """() => Array.from(
+                document.querySelectorAll(".jp-Notebook .jp-CodeCell .jp-InputPrompt"))
+              .some((p) => /^\\[(\\*|\\d+)\\]:$/.test(p.textContent.trim()))""",
+            timeout=timeout_ms,
+        )
+    except PlaywrightTimeoutError:
+        return False
+    return True
 
 
 def run_all_cells(page, n_code_cells: int, timeout_ms: float) -> None:
@@ -244,17 +256,17 @@ def run_all_cells(page, n_code_cells: int, timeout_ms: float) -> None:
         menu.click()
         try:
             enabled.click(timeout=1_000)
-            break
         except PlaywrightTimeoutError:
-            # On a loaded machine the click can land and still time out; clicking again would
-            # run every cell a second time, so retry only if no cell has been queued.
-            page.wait_for_timeout(2_000)  # time for a landed click to queue the first cell
-            if run_started(page):
-                break
-            page.keyboard.press("Escape")
-            if attempt == 9:
-                raise AssertionError("Run → Run All Cells stayed disabled") from None
-            page.locator(".jp-Notebook .jp-Cell").first.click()
+            pass  # on a loaded machine the click can land and still time out
+        # A click can also "succeed" and run nothing (CI once saw every prompt blank and the
+        # kernel idle for 120 s). Retry only when no cell was queued: clicking again after a
+        # landed click would run every cell a second time.
+        if run_started(page, 5_000):
+            break
+        page.keyboard.press("Escape")
+        if attempt == 9:
+            raise AssertionError("Run → Run All Cells queued no cell in 10 tries")
+        page.locator(".jp-Notebook .jp-Cell").first.click()
     try:
         wait_until_run(page, n_code_cells, timeout_ms)
     except PlaywrightTimeoutError:
