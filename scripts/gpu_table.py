@@ -13,14 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
+from attnlib.config import peak_of
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from attnlib.config import peak_of  # noqa: E402
-
 MODEL = ROOT / "attnlib" / "assets" / "imdb"
 README = ROOT / "README.md"
 BEGIN = "<!-- chapter 13's GPU run: written by scripts/gpu_table.py from attnlib/assets/imdb/ -->"
