@@ -49,10 +49,6 @@ DEFAULT_FONT_PT = 10.0
 # sizes are set by code cells (figsize, panels per row, dpi); when a chapter's figures are made
 # bigger and its outputs re-executed, lower its number (the test says to what).
 SMALL_FIGURES: dict[str, int] = {}  # chapters not listed must have none
-# Chapter 13's attention grid: its stored outputs are a GPU run's, made before the figure was
-# enlarged; the next version (notebooks/next/, while it waits for the GPU) draws it legibly.
-if (ROOT / "notebooks" / "next" / "13_imdb_encoder.ipynb").is_file():
-    SMALL_FIGURES["notebooks/13_imdb_encoder"] = 1
 REPORTS = ROOT / "_build" / "readability" / HTML.name
 SHOTS = SCREENSHOTS / "readability" / HTML.name
 # Places worth a screenshot before and after a change: (page, what, CSS selector, text in it).
