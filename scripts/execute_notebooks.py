@@ -116,14 +116,21 @@ def execute(path: Path, timeout: int, log_cells: bool = False, keep_partial: boo
 MAKEFILE = Path(__file__).resolve().parents[1] / "Makefile"
 
 
+KERNEL_SET_NAMES = {"PINNED": "pinned", "OTHER": "other", "ATEN_DEFAULT": "aten-default"}
+
+
 def kernel_sets() -> dict[str, dict[str, str]]:
-    """The Makefile's PINNED_KERNELS and OTHER_KERNELS (their one place), and "own": none."""
-    found = re.findall(r"^(PINNED|OTHER)_KERNELS := (.+)$", MAKEFILE.read_text(), re.MULTILINE)
+    """The Makefile's kernel sets (their one place) by name, and "own": none set."""
+    found = re.findall(
+        r"^(PINNED|OTHER|ATEN_DEFAULT)_KERNELS := (.+)$", MAKEFILE.read_text(), re.MULTILINE
+    )
     sets = {
-        name.lower(): dict(item.split("=", 1) for item in value.split()) for name, value in found
+        KERNEL_SET_NAMES[name]: dict(item.split("=", 1) for item in value.split())
+        for name, value in found
     }
-    if set(sets) != {"pinned", "other"}:
-        raise SystemExit(f"{MAKEFILE} must define PINNED_KERNELS and OTHER_KERNELS")
+    if set(sets) != set(KERNEL_SET_NAMES.values()):
+        wanted = ", ".join(f"{name}_KERNELS" for name in KERNEL_SET_NAMES)
+        raise SystemExit(f"{MAKEFILE} must define {wanted}")
     return {**sets, "own": {}}
 
 

@@ -1,6 +1,5 @@
 """scripts/gpu_run.sh (staging, on a throwaway git repository) and scripts/rehearse_gpu_run.py."""
 
-import importlib.util
 import json
 import os
 import shutil
@@ -12,6 +11,7 @@ import nbformat
 import pytest
 
 from attnlib.tasks.imdb_train import MODEL_FILES
+from tests.helpers import script_module
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_run.sh"
 TABLE_SCRIPT = SCRIPT.parent / "gpu_table.py"
@@ -161,18 +161,6 @@ def test_an_unknown_verb_prints_the_usage(repo):
     assert result.stderr.startswith(
         "usage: scripts/gpu_run.sh all|install|run|stage|land DIR|unstage|bench"
     )
-
-
-def script_module(name: str):
-    """scripts/<name>.py, imported as a script would see it (scripts/ on the path)."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT.parent / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
 
 
 def test_the_rehearsal_takes_every_gpu_only_branch_of_chapter_13():
