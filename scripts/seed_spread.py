@@ -15,7 +15,8 @@ looked at while choosing it:
 
 The table printed at the end (and written to ``claims.md`` in the output folder) gives, for each
 claim, its bound and the range measured on the fitting and on the held-out seeds; the executed
-copies hold the chapter's own tables. A single run, as before: ``--seeds 0-7``.
+copies hold the chapter's own tables. A single run, as before: ``--seeds 0-7``. A chapter that
+trains one model per run (its ``SEEDS[0]``) takes ``--each``: one execution per seed.
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-out", type=parse_seeds, help="seeds that confirm the bounds")
     parser.add_argument("--kernels", type=parse_kernels, default=["own"], help="e.g. pinned,other")
     parser.add_argument("--out", type=Path, required=True, help="a folder for the executed copies")
+    parser.add_argument(
+        "--each", action="store_true", help="run each seed alone (chapters that read SEEDS[0])"
+    )
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         parser.error(f"no notebook at {args.notebook}")
@@ -179,9 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict]] = {}
     for split, seeds in splits.items():
         for kernels in args.kernels:
-            copy = args.out / f"{args.notebook.stem}_{split}_{kernels}.ipynb"
-            measured = execute(args.notebook, seeds, kernels, copy)
-            runs.setdefault(split, []).extend({**item, "kernels": kernels} for item in measured)
+            for run_seeds in [[seed] for seed in seeds] if args.each else [seeds]:
+                label = f"_seed{run_seeds[0]}" if args.each else ""
+                copy = args.out / f"{args.notebook.stem}_{split}_{kernels}{label}.ipynb"
+                measured = execute(args.notebook, run_seeds, kernels, copy)
+                runs.setdefault(split, []).extend({**item, "kernels": kernels} for item in measured)
     table = claim_table(runs)
     (args.out / "claims.json").write_text(json.dumps(runs, indent=1))
     (args.out / "claims.md").write_text(table + "\n")

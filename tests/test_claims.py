@@ -135,6 +135,34 @@ def test_a_chapter_runs_on_fitting_and_held_out_seeds_and_reports_each_claim(tmp
     assert (tmp_path / "out" / "chapter_held-out_own.ipynb").is_file()
 
 
+def test_each_seed_runs_alone_for_a_chapter_that_reads_its_first_seed(tmp_path):
+    chapter = tmp_path / "chapter.ipynb"
+    chapter_with_seeds(
+        chapter,
+        "from attnlib.claims import claim\nSEEDS = [0]\n"
+        "claim('first seed is small', SEEDS[0], at_most=5)\n",
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPTS / "seed_spread.py"),
+            str(chapter),
+            "--held-out",
+            "4,6",
+            "--each",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "| first seed is small | <= 5 | 4 to 6 (2) | 1 |" in result.stdout
+    assert (tmp_path / "out" / "chapter_held-out_own_seed6.ipynb").is_file()
+
+
 def test_held_out_seeds_that_are_also_fitting_seeds_are_refused(tmp_path):
     chapter = tmp_path / "chapter.ipynb"
     chapter_with_seeds(chapter, "SEEDS = [0]")
