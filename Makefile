@@ -21,7 +21,7 @@ NBVAL_ARGS := --nbval --nbval-sanitize-with notebooks/nbval_sanitize.cfg --nbval
 	--nbval-cell-timeout=900
 # Trained numbers depend on the CPU kernels torch, MKL and oneDNN pick for the machine (AVX2,
 # AVX-512, ...). Stored outputs are made, and compared by strict nbval, with one pinned set, so
-# that they reproduce on any x86-64 machine with AVX2; the README says why. This is the one place.
+# that they reproduce on any x86-64 machine with AVX2; CONTRIBUTING.md says why. This is the one place.
 # MKL's branch is COMPATIBLE: on AMD processors MKL ignores MKL_CBWR=AVX2 and runs its own
 # dispatch (MKL_VERBOSE says CNR:AUTO), and only COMPATIBLE is the same on every maker's CPU.
 PINNED_KERNELS := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2
@@ -105,14 +105,16 @@ book: $(STAMP)
 book-check: book
 	$(BIN)/python -m pytest tests/book -q
 
-# The book and JupyterLab in a real (headless) Chromium; needs Debian's chromium package.
+# The book and JupyterLab in a real (headless) Chromium: Debian's chromium package, or the
+# Chromium or Chrome executable the environment variable CHROMIUM names (as in the GitHub workflow).
+CHROMIUM ?= /usr/bin/chromium
 browser: book
-	@if [ -x /usr/bin/chromium ]; then $(BIN)/python -m pytest tests/browser -q; \
-	else echo "browser tests skipped: /usr/bin/chromium not found (apt-get install -y chromium)"; fi
+	@if [ -x "$(CHROMIUM)" ]; then CHROMIUM="$(CHROMIUM)" $(BIN)/python -m pytest tests/browser -q; \
+	else echo "browser tests skipped: $(CHROMIUM) not found (apt-get install -y chromium, or set CHROMIUM)"; fi
 
 test: lint unit notebooks book-check browser
 
-# Chapter 13 is left out: its stored outputs come from a run on a GPU (see the README).
+# Chapter 13 is left out: its stored outputs come from a run on a GPU (see CONTRIBUTING.md).
 outputs: $(STAMP)
 	$(PINNED_KERNELS) $(BIN)/python scripts/execute_notebooks.py $(CPU_NOTEBOOKS)
 

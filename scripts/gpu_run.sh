@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
-# Chapter 13 on a lent GPU, in one device call (a second call could find the machine gone: an idle
-# one goes back after 30 s, and a session has 15 minutes of device time, a machine's start
-# included).
+# Chapter 13's stored run, made on a GPU machine without internet access: everything the run
+# needs travels with a copy of the working tree, one command runs it there, and what it wrote
+# comes back here to land. CONTRIBUTING.md ("Chapter 13's stored run") says the same, step by step.
 #
 #   make gpu-bundle                  # here: .whl/ (the wheels) and data_cache/ (IMDB's cache)
-#   bash scripts/gpu_run.sh stage    # here: the old weights leave what travels; prints its size
-#   run(command="bash scripts/gpu_run.sh all", carry=[".whl", "data_cache"], timeout_s=600)
-#   bash scripts/gpu_run.sh land DIR # here: DIR is the folder the call's files came back to
+#   bash scripts/gpu_run.sh stage    # here, optional: the old weights leave what travels; prints its size
+#   OUT=DIR bash scripts/gpu_run.sh all   # there, in a copy of the working tree with .whl/ and data_cache/
+#   bash scripts/gpu_run.sh land DIR # here: DIR holds the files the run wrote to OUT, copied back
 #   bash scripts/gpu_run.sh unstage  # here, instead of land, if the run brought no new weights
 #
-# A call carries at most 64 MiB. The repository (24 MB, 13 MB of it the shipped weights), the
-# wheels (14 MB) and IMDB's cache (38 MB) pass it; without the weights they fit. The run trains
-# new weights and never reads the old ones, so `stage` takes them out of git's index and the
-# working tree until the new ones replace them (or `unstage` puts them back).
+# Where the copy to the GPU machine is limited in size, `stage` helps: the repository (24 MB,
+# 13 MB of it the shipped weights), the wheels (14 MB) and IMDB's cache (38 MB) come to more than
+# CARRY_LIMIT (64 MiB), and without the weights they fit. The run trains new weights and never
+# reads the old ones, so `stage` takes them out of git's index and the working tree until the new
+# ones replace them (or `unstage` puts them back), and it refuses a copy larger than CARRY_LIMIT.
 #
 # `all` unpacks the wheels, then executes the chapter top to bottom (notebooks/next/'s version
 # where there is one; it trains, since a GPU is there, and writes the shipped model) under what is
-# left of 590 s, and copies the executed notebook, the model's four files and the log into $OUT:
-# only files the run wrote, and whatever it wrote even if it stopped early. `install` and `run`
-# are its two halves. Locally (in a clone, without `stage`: `run` overwrites the chapter),
-# OUT=<folder> makes `run` or `all` a CPU rehearsal: with no GPU the chapter loads the shipped
-# model instead of training, and writes no model files. `land` checks what came back (the
+# left of RUN_LIMIT_S (590 s unless set: a bound that still leaves time to write the log and
+# whatever the run saved), and copies the executed notebook, the model's four files and the log
+# into $OUT: only files the run wrote, and whatever it wrote even if it stopped early. `install`
+# and `run` are its two halves. Locally (in a clone, without `stage`: `run` overwrites the
+# chapter), OUT=<folder> makes `run` or `all` a CPU rehearsal: with no GPU the chapter loads the
+# shipped model instead of training, and writes no model files. `land` checks what came back (the
 # notebook ran every cell without an error; the four model files), puts the notebook in place of
 # the stored chapter and the model in attnlib/assets/imdb/, removes notebooks/next/ and stages
 # it all in git, with the README's GPU table rewritten from the new record (scripts/gpu_table.py);
@@ -46,7 +48,7 @@ environment() {  # $1: where the wheels are (or will be) unpacked
   local pinned
   pinned=$(sed -n 's/^PINNED_KERNELS := //p' Makefile)
   [ -n "$pinned" ] || { echo "the Makefile defines no PINNED_KERNELS" >&2; exit 2; }
-  # shellcheck disable=SC2086  # one word per VARIABLE=value
+  # shellcheck disable=SC2086,SC2163  # one word per VARIABLE=value, each exported
   export $pinned
 }
 
@@ -57,12 +59,12 @@ install_wheels() {  # $1: the folder to unpack them into
 }
 
 run_chapter() {  # $1: seconds the chapter may take
-  : "${OUT:?OUT must name the folder for the results (the device tool sets it)}"
+  : "${OUT:?OUT must name the folder for the results: OUT=<folder> bash scripts/gpu_run.sh ...}"
   "$PYTHON" -c "import nbclient, ipykernel, zstandard" || {
     echo "the notebook runner is missing: run 'scripts/gpu_run.sh install' first" >&2; exit 2; }
   ls data_cache/imdb-aclImdb_v1.cache >/dev/null
-  # The chapter as it waits for this run (notebooks/next/) replaces the stored one here, on the
-  # lent machine's throwaway copy; the executed notebook comes back in $OUT.
+  # The chapter as it waits for this run (notebooks/next/) replaces the stored one here, in the
+  # GPU machine's throwaway copy of the working tree; the executed notebook goes to $OUT.
   if [ -f "$NEXT" ]; then cp "$NEXT" "$NOTEBOOK"; fi
   touch "$OUT/.started"
   local status=0
@@ -80,7 +82,7 @@ run_chapter() {  # $1: seconds the chapter may take
   return "$status"
 }
 
-travelling_bytes() {  # what a device call sends: git's files (tracked, or untracked and not ignored), and the carried folders
+travelling_bytes() {  # what a copy to the GPU machine holds: git's files (tracked, or untracked and not ignored), and the bundle
   { git ls-files -z --cached --others --exclude-standard | xargs -0 -r stat -c %s -- 2>/dev/null || true
     find "${CARRIED[@]}" -type f -exec stat -c %s {} +; } | awk '{ total += $1 } END { print total + 0 }'
 }
@@ -94,7 +96,8 @@ attnlib.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available
   ;;
 run)
   environment "$PWD/.gpu_site"
-  # Under the device's 600 s per call, so that the log and any saved model still come back.
+  # RUN_LIMIT_S bounds the run, so that the log and any saved model are written even by a run
+  # that would overrun; raise it for a slower GPU.
   run_chapter "${RUN_LIMIT_S:-590}"
   ;;
 all)
@@ -106,15 +109,15 @@ stage)
   ls .whl/*.whl data_cache/imdb-aclImdb_v1.cache >/dev/null || {
     echo "no bundle here: run 'make gpu-bundle' first" >&2; exit 2; }
   for carried in "${CARRIED[@]}"; do
-    [ ! -L "$carried" ] || { echo "$carried is a link: a call carries the link, not what it points to" >&2; exit 2; }
+    [ ! -L "$carried" ] || { echo "$carried is a link: a copy takes the link, not what it points to" >&2; exit 2; }
   done
   if git ls-files --error-unmatch "$WEIGHTS" >/dev/null 2>&1; then git rm -q "$WEIGHTS"; fi
   bytes=$(travelling_bytes)
-  echo "a call carrying ${CARRIED[*]} sends $((bytes / 1024 / 1024)) MiB ($bytes bytes; at most $CARRY_LIMIT)"
+  echo "the working tree with ${CARRIED[*]} comes to $((bytes / 1024 / 1024)) MiB ($bytes bytes; at most $CARRY_LIMIT)"
   [ "$bytes" -le "$CARRY_LIMIT" ] || { echo "too much to travel: ignore or remove something" >&2; exit 1; }
   ;;
 land)
-  from=${2:?usage: scripts/gpu_run.sh land FOLDER (the folder the device call brought its files back to)}
+  from=${2:?usage: scripts/gpu_run.sh land FOLDER (the files the run wrote to OUT, copied back here)}
   for name in "$(basename "$NOTEBOOK")" "${MODEL_FILES[@]}"; do
     [ -f "$from/$name" ] || { echo "$from has no $name: nothing landed ('unstage' restores the weights)" >&2; exit 1; }
   done

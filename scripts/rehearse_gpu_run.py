@@ -1,18 +1,18 @@
 """Rehearse chapter 13's GPU run on the CPU: the code paths only a GPU takes, on a tiny model.
 
-Quick mode (CI) trains too, but skips what only the full run does: training the tokenizer, the
-full test set (and so the packed per-review answers), compilation, saving the model, the seed
-budget, scoring all 25,000 test reviews in section 8. A bug there would surface only on a lent
-GPU, whose minutes are few. This script copies the working tree to a temporary folder, rewrites
-chapter 13 (its next version, in notebooks/next/, while there is one) so that it takes those
-paths on the CPU with a one-layer, 32-wide model and 60 pretraining steps, executes it there
-(about 8 minutes on two cores) and checks what it wrote. Nothing in the working tree changes.
+Quick mode (CI) trains too, but skips what only the full run does: training the tokenizer, the full
+test set (and so the packed per-review answers), compilation, saving the model, the seed budget,
+scoring all 25,000 test reviews in section 8. A bug there would surface only in a GPU run, which is
+long and costly to repeat. This script copies the working tree to a temporary folder, rewrites
+chapter 13 (its next version, in notebooks/next/, while there is one) so that it takes those paths
+on the CPU with a one-layer, 32-wide model and 60 pretraining steps, executes it there (about 8
+minutes on two cores) and checks what it wrote. Nothing in the working tree changes.
 
     python scripts/rehearse_gpu_run.py [--finish-within SECONDS] [--keep DIR]
 
-``--finish-within`` stands in for the GPU's time budget, to see the skipped-seed path; ``--keep``
-copies the executed notebook and the model files to DIR. Needs IMDB (ATTNLIB_DATA, or a cache:
-data_cache/ here, made by ``make gpu-bundle``, or ATTNLIB_CACHE).
+``--finish-within`` stands in for a deadline on the GPU run, to see the skipped-seed path;
+``--keep`` copies the executed notebook and the model files to DIR. Needs IMDB (ATTNLIB_DATA, or a
+cache: data_cache/ here, made by ``make gpu-bundle``, or ATTNLIB_CACHE).
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ def pretrain(
     start = time.perf_counter()
 
     def out_of_time(_: dict[str, float]) -> bool:
-        # A safety net for a fixed time slot: stop between parts, with the schedule unfinished.
+        # A safety net for a run with a deadline: stop between parts, with the schedule unfinished.
         limit = config.pretrain_max_seconds
         return limit is not None and time.perf_counter() - start > limit
 

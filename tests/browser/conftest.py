@@ -1,8 +1,10 @@
-"""Browser tests: the built book and JupyterLab, driven by Playwright in Debian's Chromium.
+"""Browser tests: the built book and JupyterLab, driven by Playwright in a headless Chromium.
 
-The whole folder is skipped, with the reason, when /usr/bin/chromium or the ``playwright``
-package is missing (``make browser`` runs it only where Chromium is installed). Playwright's
-own browser downloads are never used: every launch names /usr/bin/chromium.
+The browser is Debian's Chromium, /usr/bin/chromium, unless the environment variable CHROMIUM
+names another Chromium or Chrome executable (the GitHub workflow points it at the Chromium that
+Playwright installs there). The whole folder is skipped, with the reason, when that executable
+or the ``playwright`` package is missing (``make browser`` runs it only where the browser is
+installed). Playwright never downloads a browser here: every launch names that executable.
 
 The book tests FAIL, rather than skip, when ``_build/html`` is missing: build it with
 ``make book`` first. The JupyterLab test needs no book.
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The built book; BROWSER_TEST_BOOK=<folder> tests a book built elsewhere (--path-output).
 HTML = Path(os.environ.get("BROWSER_TEST_BOOK") or ROOT / "_build" / "html").resolve()
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("CHROMIUM") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -47,7 +49,10 @@ HERE = Path(__file__).resolve().parent
 def skip_reason() -> str | None:
     """Why this machine cannot run the browser tests, or None when it can."""
     if not CHROMIUM.is_file():
-        return f"{CHROMIUM} is missing (apt-get install -y chromium); browser tests skipped"
+        return (
+            f"{CHROMIUM} is missing (apt-get install -y chromium, or set CHROMIUM to a Chromium "
+            "executable); browser tests skipped"
+        )
     try:
         found = importlib.util.find_spec("playwright") is not None
     except (ImportError, ValueError):
