@@ -144,6 +144,19 @@ def check_boolean(mask: object, name: str = "mask", meaning: str = "may attend")
     return mask
 
 
+def check_key_mask(
+    key_mask: object, batch: int, n_keys: int, name: str = "key_mask", keys: str = "n_keys"
+) -> torch.Tensor:
+    """Require a boolean (batch, n_keys) key mask, True at real keys; ``name`` is the argument
+    that holds it and ``keys`` what its second axis counts (src, tgt), both for the message."""
+    check_boolean(key_mask, name, "a real key that may be attended")
+    if tuple(key_mask.shape) != (batch, n_keys):
+        raise ValueError(
+            f"{name} must be (batch, {keys}) = {(batch, n_keys)}, got shape {tuple(key_mask.shape)}"
+        )
+    return key_mask
+
+
 def check_mask(mask: object, target_shape: tuple[int, ...], what: str) -> torch.Tensor:
     """Require a boolean mask that broadcasts to ``target_shape`` (True means may attend)."""
     check_boolean(mask)

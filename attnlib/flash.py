@@ -6,6 +6,11 @@ head_dim)``, values ``(batch, heads, n_keys, d_v)``, or all three without the he
 ``(block, block)`` tiles of scores, each for every batch entry and head at once, so the
 ``(n_queries, n_keys)`` matrix never exists: this shows the idea, not the CUDA kernel's speed.
 A query with no key it may attend to gets a zero output, never NaN, as everywhere in attnlib.
+
+Half precision (float16, bfloat16) goes in and comes out, but, as in FlashAttention, each tile
+is widened to float32 before its scores are formed, and the running max, the running sum and
+the output accumulator stay float32: a float16 score overflows past 65,504, and a bfloat16 sum
+of 1s stops growing at 256. float32 and float64 inputs are computed in their own dtype.
 """
 
 from __future__ import annotations
@@ -22,15 +27,22 @@ from torch.autograd.function import once_differentiable
 from torch.profiler import ProfilerActivity, profile
 
 from attnlib._checks import (
-    check_boolean,
     check_count,
     check_flag,
     check_floating,
+    check_key_mask,
     check_same_dtype,
     check_tensor,
 )
+from attnlib.scores import HALF_DTYPES
 
 NEG_INF = float("-inf")
+
+
+def state_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of scores, running max, running sum and accumulator for inputs of ``dtype``:
+    float32 for float16 and bfloat16 (FlashAttention's choice), else ``dtype`` itself."""
+    return torch.float32 if dtype in HALF_DTYPES else dtype
 
 
 def _shift(running_max: torch.Tensor) -> torch.Tensor:
@@ -64,16 +76,18 @@ def _check_scores(scores: object, block_size: object) -> int:
 def online_softmax(scores: torch.Tensor, block_size: int) -> torch.Tensor:
     """Softmax of (..., n) rows from a running max and sum over blocks of keys: (..., n).
 
-    A row of -inf (every key masked) gets all zeros, never NaN.
+    A row of -inf (every key masked) gets all zeros, never NaN. Half-precision scores are
+    folded in float32 (see :func:`state_dtype`) and the weights come back in their dtype.
     """
     block_size = _check_scores(scores, block_size)
-    running_max = scores.new_full(scores.shape[:-1], NEG_INF)
-    running_sum = scores.new_zeros(scores.shape[:-1])
-    for start in range(0, scores.shape[-1], block_size):
-        block = scores[..., start : start + block_size]
+    wide = scores.to(state_dtype(scores.dtype))
+    running_max = wide.new_full(wide.shape[:-1], NEG_INF)
+    running_sum = wide.new_zeros(wide.shape[:-1])
+    for start in range(0, wide.shape[-1], block_size):
+        block = wide[..., start : start + block_size]
         running_max, running_sum, _, _ = _update(running_max, running_sum, block)
-    exps = torch.exp(scores - _shift(running_max).unsqueeze(-1))
-    return _divide(exps, running_sum.unsqueeze(-1))
+    exps = torch.exp(wide - _shift(running_max).unsqueeze(-1))
+    return _divide(exps, running_sum.unsqueeze(-1)).to(scores.dtype)
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,8 @@ class OnlineStep:
     """The state of (...,) rows once keys 0 .. end - 1 are folded in."""
 
     end: int
+    # The state is float32 for half-precision scores (see state_dtype); weights and output
+    # come in the scores' dtype.
     running_max: torch.Tensor  # (...,), -inf while every key seen is masked
     running_sum: torch.Tensor  # (...,): Σ exp(s_j - running_max) over the keys seen
     rescale: torch.Tensor  # (...,): exp(previous max - running_max), what the old sum was scaled by
@@ -96,11 +112,13 @@ def online_softmax_steps(
     The last step's weights equal ``softmax(scores)`` and its output ``softmax(scores) @ values``.
     """
     block_size = _check_scores(scores, block_size)
-    n = scores.shape[-1]
+    n, dtype = scores.shape[-1], scores.dtype
     if values is not None:
         check_tensor("values", values)
         if values.shape[-2] != n:
             raise ValueError(f"scores have n={n} keys but values have {values.shape[-2]}")
+        values = values.to(state_dtype(values.dtype))
+    scores = scores.to(state_dtype(dtype))
     running_max = scores.new_full(scores.shape[:-1], NEG_INF)
     running_sum = scores.new_zeros(scores.shape[:-1])
     total = scores.new_zeros(())  # Σ exp(s_j - running_max) v_j; broadcasts on the first block
@@ -116,10 +134,9 @@ def online_softmax_steps(
         if values is not None:
             part = (exps.unsqueeze(-2) @ values[..., start:end, :]).squeeze(-2)  # (..., d_v)
             total = total * rescale.unsqueeze(-1) + part
-            output = _divide(total, norm)
-        steps.append(
-            OnlineStep(end, running_max, running_sum, rescale, _divide(seen, norm), output)
-        )
+            output = _divide(total, norm).to(dtype)
+        weights = _divide(seen, norm).to(dtype)
+        steps.append(OnlineStep(end, running_max, running_sum, rescale, weights, output))
     return steps
 
 
@@ -127,14 +144,16 @@ def online_softmax_steps(
 class FlashForward:
     """What the tiled forward pass keeps: no (n_queries, n_keys) matrix among it."""
 
-    output: torch.Tensor  # (batch, heads, n_queries, d_v)
-    logsumexp: torch.Tensor  # (batch, heads, n_queries): log Σ_j exp(s_ij); -inf with no key
+    output: torch.Tensor  # (batch, heads, n_queries, d_v), in the inputs' dtype
+    # (batch, heads, n_queries): log Σ_j exp(s_ij), -inf with no key; float32 for half inputs
+    logsumexp: torch.Tensor
     tiles_computed: int  # (block, block) score tiles formed (each for all batch and heads)
     tiles_total: int  # tiles in the grid, ceil(n_queries / block) * ceil(n_keys / block)
 
 
 def _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal) -> torch.Tensor:
-    """A (..., bq, d) query tile's scores against a (..., bk, d) key tile, -inf where masked."""
+    """A (..., bq, d) query tile's scores against a (..., bk, d) key tile, -inf where masked;
+    in the tiles' dtype, which the callers have widened (see :func:`state_dtype`)."""
     scores = (q_tile @ k_tile.transpose(-1, -2)) * scale
     bq, bk = scores.shape[-2:]
     allowed = None if key_mask is None else key_mask[:, None, None, k0 : k0 + bk]
@@ -157,26 +176,31 @@ def _diagonal(n_q: int, n_k: int, causal: bool) -> int | None:
 
 
 def _forward(q, k, v, key_mask, causal: bool, block: int) -> FlashForward:
-    """The tiled forward on checked 4-D tensors: per query tile, fold in every key tile."""
+    """The tiled forward on checked 4-D tensors: per query tile, fold in every key tile.
+
+    Output and log-sum-exp in :func:`state_dtype`; the callers round the output to q's dtype.
+    """
     *batch, n_q, head_dim = q.shape
     n_k, scale = k.shape[-2], 1.0 / math.sqrt(head_dim)
-    output = q.new_empty(*batch, n_q, v.shape[-1])
-    logsumexp = q.new_empty(*batch, n_q)
+    # Half tiles are widened as they are read, as the kernel does in registers; the state
+    # below never holds half precision. For float32 and float64, .to(wide) is a no-op.
+    wide = state_dtype(q.dtype)
+    output = q.new_empty(*batch, n_q, v.shape[-1], dtype=wide)
+    logsumexp = q.new_empty(*batch, n_q, dtype=wide)
     computed, diagonal = 0, _diagonal(n_q, n_k, causal)
     for q0 in range(0, n_q, block):
-        q_tile = q[..., q0 : q0 + block, :]  # (batch, heads, bq, head_dim)
+        q_tile = q[..., q0 : q0 + block, :].to(wide)  # (batch, heads, bq, head_dim)
         bq = q_tile.shape[-2]
-        running_max = q.new_full((*batch, bq), NEG_INF)
-        running_sum = q.new_zeros(*batch, bq)
-        total = q.new_zeros(*batch, bq, v.shape[-1])
+        running_max = q_tile.new_full((*batch, bq), NEG_INF)
+        running_sum = q_tile.new_zeros(*batch, bq)
+        total = q_tile.new_zeros(*batch, bq, v.shape[-1])
         for k0 in range(0, n_k, block):
             if not _visible(q0, bq, k0, diagonal):
                 break  # every tile further right is above the diagonal too
-            scores = _tile_scores(
-                q_tile, k[..., k0 : k0 + block, :], scale, key_mask, q0, k0, diagonal
-            )
+            k_tile, v_tile = (t[..., k0 : k0 + block, :].to(wide) for t in (k, v))
+            scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal)
             running_max, running_sum, rescale, exps = _update(running_max, running_sum, scores)
-            total = total * rescale.unsqueeze(-1) + exps @ v[..., k0 : k0 + block, :]
+            total = total * rescale.unsqueeze(-1) + exps @ v_tile
             computed += 1
         output[..., q0 : q0 + bq, :] = _divide(total, running_sum.unsqueeze(-1))
         logsumexp[..., q0 : q0 + bq] = running_max + torch.log(running_sum)  # -inf + -inf if empty
@@ -185,20 +209,25 @@ def _forward(q, k, v, key_mask, causal: bool, block: int) -> FlashForward:
 
 
 def _backward(q, k, v, output, logsumexp, d_output, key_mask, causal: bool, block: int) -> tuple:
-    """FlashAttention-2's backward: each tile's weights recomputed from the log-sum-exp."""
+    """FlashAttention-2's backward: each tile's weights recomputed from the log-sum-exp.
+
+    As in the forward, half tiles are widened as they are read and the gradients accumulate in
+    float32 (see :func:`state_dtype`); they come back in the inputs' dtype.
+    """
     n_q, n_k = q.shape[-2], k.shape[-2]
     scale, diagonal = 1.0 / math.sqrt(q.shape[-1]), _diagonal(n_q, n_k, causal)
+    wide = state_dtype(q.dtype)
     # Σ_j P_ij dP_ij = dO_i · O_i: the softmax's backward needs only this per-row number.
-    d_rows = (d_output * output).sum(dim=-1)  # (batch, heads, n_queries)
+    d_rows = (d_output.to(wide) * output.to(wide)).sum(dim=-1)  # (batch, heads, n_queries)
     lse = _shift(logsumexp)  # a query with no key has all scores -inf: exp(-inf - 0) = 0
-    d_q, d_k, d_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    d_q, d_k, d_v = (torch.zeros_like(t, dtype=wide) for t in (q, k, v))
     for k0 in range(0, n_k, block):
-        k_tile, v_tile = k[..., k0 : k0 + block, :], v[..., k0 : k0 + block, :]
+        k_tile, v_tile = (t[..., k0 : k0 + block, :].to(wide) for t in (k, v))
         for q0 in range(0, n_q, block):
             q1 = min(q0 + block, n_q)
             if not _visible(q0, q1 - q0, k0, diagonal):
                 continue
-            q_tile, d_out_tile = q[..., q0:q1, :], d_output[..., q0:q1, :]
+            q_tile, d_out_tile = (t[..., q0:q1, :].to(wide) for t in (q, d_output))
             scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal)
             weights = torch.exp(scores - lse[..., q0:q1, None])  # (batch, heads, bq, bk)
             d_v[..., k0 : k0 + block, :] += weights.transpose(-1, -2) @ d_out_tile
@@ -207,18 +236,23 @@ def _backward(q, k, v, output, logsumexp, d_output, key_mask, causal: bool, bloc
             d_scores = weights * (d_weights - d_rows[..., q0:q1, None]) * scale
             d_q[..., q0:q1, :] += d_scores @ k_tile
             d_k[..., k0 : k0 + block, :] += d_scores.transpose(-1, -2) @ q_tile
-    return d_q, d_k, d_v
+    return d_q.to(q.dtype), d_k.to(k.dtype), d_v.to(v.dtype)
 
 
 class FlashAttentionFunction(torch.autograd.Function):
-    """Saves queries, keys, values, output and the per-row log-sum-exp; no weights matrix."""
+    """Saves queries, keys, values, output and the per-row log-sum-exp; no weights matrix.
+
+    For half inputs the saved output is the float32 one, before rounding: the backward's
+    dP - dO·O cancels where a row's softmax is nearly one-hot, and with a rounded output
+    what remains is mostly its rounding error.
+    """
 
     @staticmethod
     def forward(ctx, q, k, v, key_mask, causal, block_size):
         result = _forward(q, k, v, key_mask, causal, block_size)
         ctx.save_for_backward(q, k, v, result.output, result.logsumexp, key_mask)
         ctx.causal, ctx.block_size = causal, block_size
-        return result.output
+        return result.output.to(q.dtype)
 
     @staticmethod
     @once_differentiable
@@ -244,6 +278,8 @@ def _checked(queries, keys, values, key_mask, causal, block_size) -> tuple:
         )
     if keys.shape[-1] != queries.shape[-1]:
         raise ValueError(f"keys have d_k={keys.shape[-1]} but queries have d_k={queries.shape[-1]}")
+    if queries.shape[-1] == 0:
+        raise ValueError("queries and keys have d_k=0 features: scores q·k/√d_k need d_k >= 1")
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(
             f"keys have n_keys={keys.shape[-2]} but values have n_keys={values.shape[-2]}"
@@ -251,12 +287,7 @@ def _checked(queries, keys, values, key_mask, causal, block_size) -> tuple:
     check_flag("causal", causal)
     block_size = check_count("block_size", block_size)
     if key_mask is not None:
-        check_boolean(key_mask, "key_mask", "a real key that may be attended")
-        expected = (queries.shape[0], keys.shape[-2])
-        if tuple(key_mask.shape) != expected:
-            raise ValueError(
-                f"key_mask must be (batch, n_keys) = {expected}, got shape {tuple(key_mask.shape)}"
-            )
+        check_key_mask(key_mask, queries.shape[0], keys.shape[-2])
     added = queries.dim() == 3
     if added:
         queries, keys, values = (t.unsqueeze(1) for t in (queries, keys, values))
@@ -300,6 +331,7 @@ def flash_forward(
     """
     q, k, v, block_size, added = _checked(queries, keys, values, key_mask, causal, block_size)
     result = _forward(q, k, v, key_mask, causal, block_size)
+    result = replace(result, output=result.output.to(q.dtype))
     if added:
         return replace(result, output=result.output.squeeze(1), logsumexp=result.logsumexp[:, 0])
     return result

@@ -315,3 +315,74 @@ def test_flash_attention_rejects_nan():
     q[0, 1, 2] = float("nan")
     with pytest.raises(ValueError, match=r"queries contains NaN \(1 of 12 entries\)"):
         flash_attention(q, torch.zeros(1, 3, 4), torch.zeros(1, 3, 4))
+
+
+# --- half precision: float32 scores, running max, running sum and accumulator ----------------
+
+
+def _outputs_and_grads(attention, q, k, v, d_out) -> tuple:
+    """attention(q, k, v) and the gradients of (output * d_out).sum() for q, k and v."""
+    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    output = attention(q, k, v)
+    return (output, *torch.autograd.grad(output, (q, k, v), d_out.to(output.dtype)))
+
+
+def _half_errors(dtype, scale: float, causal: bool, n: int, seed: int = 0) -> list:
+    """For output, dq, dk and dv: (flash's max error, SDPA's max error, largest reference entry),
+    both against float64 SDPA on the same half inputs (1, 2, n, 64), each scaled by ``scale``."""
+    q, k, v = (scale * _randn(1, 2, n, 64, seed=seed + i) for i in range(3))
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    d_out = _randn(1, 2, n, 64, seed=seed + 3)
+
+    def sdpa(*qkv):
+        return F.scaled_dot_product_attention(*qkv, is_causal=causal)
+
+    exact = _outputs_and_grads(sdpa, *(t.double() for t in (q, k, v)), d_out.double())
+    flash = _outputs_and_grads(lambda *qkv: flash_attention(*qkv, causal=causal), q, k, v, d_out)
+    fused = _outputs_and_grads(sdpa, q, k, v, d_out)
+    assert [t.dtype for t in flash] == [dtype] * 4  # output and gradients in the inputs' dtype
+    return [
+        ((ours.double() - ref).abs().max().item(), (theirs.double() - ref).abs().max().item(), ref)
+        for ours, theirs, ref in zip(flash, fused, exact, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scale", [1, 30, 300])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_flash_is_as_accurate_as_sdpa_forward_and_backward(dtype, scale, causal):
+    # n = 200: the last tile of 64 is partial. At scale 30 the scores reach thousands (a
+    # bfloat16 running sum then loses everything); at 300 they pass float16's 65,504.
+    for name, (ours, theirs, exact) in zip(
+        ("output", "dq", "dk", "dv"), _half_errors(dtype, scale, causal, n=200), strict=True
+    ):
+        floor = 1e-6 * exact.abs().max().item()  # SDPA is exact at scale 300's output
+        assert ours <= 2 * theirs + floor, f"{name}: flash {ours:.3g}, SDPA {theirs:.3g}"
+
+
+def test_bfloat16_flash_over_1024_keys_is_as_accurate_as_sdpa():
+    # Scale 1 and a long row: a bfloat16 running sum of ~1024 terms of ~1 rounds at every add.
+    for name, (ours, theirs, exact) in zip(
+        ("output", "dq", "dk", "dv"), _half_errors(torch.bfloat16, 1, False, n=1024), strict=True
+    ):
+        assert ours <= 2 * theirs + 1e-6 * exact.abs().max().item(), name
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_online_softmax_sums_in_float32(dtype):
+    # 1024 equal scores: each weight is 2^-10, exact in both dtypes. A bfloat16 running sum
+    # stops growing at 256 (256 + 1 rounds to 256), which would give 2^-8.
+    weights = online_softmax(torch.zeros(3, 1024, dtype=dtype), block_size=64)
+    assert weights.dtype == dtype
+    assert weights.float().unique().tolist() == [2.0**-10]
+    last = online_softmax_steps(torch.zeros(1024, dtype=dtype), 64, torch.ones(1024, 2))[-1]
+    assert last.running_sum.dtype == torch.float32 and last.running_sum.item() == 1024.0
+    assert last.weights.dtype == dtype and last.output.tolist() == [1.0, 1.0]
+
+
+def test_half_flash_forward_keeps_the_logsumexp_in_float32():
+    q = torch.full((1, 1, 3, 4), 200.0, dtype=torch.float16)  # scores of 80,000: past 65,504
+    result = flash_forward(q, q, q)
+    assert result.output.dtype == torch.float16 and result.logsumexp.dtype == torch.float32
+    assert result.output.tolist() == q.tolist()  # equal keys: the average of equal values
+    assert result.logsumexp.flatten().tolist() == pytest.approx([80_000 + math.log(3)] * 3)
