@@ -35,6 +35,11 @@ def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) 
     for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
         check_tensor(name, tensor)
     check_same_dtype(queries=queries, keys=keys, values=values)
+    if queries.shape[-1] == 0 or keys.shape[-1] == 0:
+        raise ValueError(
+            f"queries have d_k={queries.shape[-1]} and keys d_k={keys.shape[-1]} features: "
+            "a score needs at least one (scaled dot divides by √d_k)"
+        )
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(
             f"keys have n_keys={keys.shape[-2]} but values have n_keys={values.shape[-2]}"

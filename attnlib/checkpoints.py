@@ -200,8 +200,25 @@ def _read(path: Path) -> dict:
         ) from error
     if not isinstance(state, dict) or "model" not in state:
         raise ValueError(f"{path} is not a checkpoint written by {_FROM}")
+    _check_state_dict(path, state["model"])
     _verify(path, state)
     return state
+
+
+def _check_state_dict(path: Path, model: object) -> None:
+    """Refuse a checkpoint whose ``"model"`` entry is not a dict of names to tensors."""
+    if not isinstance(model, dict):
+        raise ValueError(
+            f"{path} is not a checkpoint written by {_FROM}: its 'model' entry is a "
+            f"{type(model).__name__}, not a state dict of parameter names to tensors"
+        )
+    for name, value in model.items():
+        if not isinstance(name, str) or not isinstance(value, torch.Tensor):
+            raise ValueError(
+                f"{path} is not a checkpoint written by {_FROM}: its 'model' state dict holds "
+                f"a {type(value).__name__} under {name!r}, where a tensor under a parameter "
+                "name belongs"
+            )
 
 
 def _check_records(path: Path) -> tuple[list[str], str | None]:

@@ -20,6 +20,7 @@ from torch import nn
 from attnlib._checks import (
     check_flag,
     check_floating,
+    check_key_mask,
     check_matches_weights,
     check_number,
     check_probability,
@@ -132,6 +133,10 @@ class DecoderLayer(nn.Module):
             raise ValueError(f"x has batch {x.shape[0]} but memory has batch {memory.shape[0]}")
         check_flag("need_weights", need_weights)
         (batch, tgt, _), src = x.shape, memory.shape[1]
+        if key_mask is not None:
+            check_key_mask(key_mask, batch, tgt, "key_mask", "tgt")
+        if memory_key_mask is not None:
+            check_key_mask(memory_key_mask, batch, src, "memory_key_mask", "src")
         self_mask4d = self.self_attention.prepare_mask(mask, key_mask, batch, tgt, tgt)
         memory_mask4d = self.cross_attention.prepare_mask(None, memory_key_mask, batch, tgt, src)
         return self(x, memory, self_mask4d, memory_mask4d, need_weights)
@@ -210,7 +215,8 @@ class DecoderLayer(nn.Module):
 class Decoder(nn.Module):
     """Target ids -> hidden states: embed x sqrt(d_model), add positions, dropout, N layers that
     each attend to the memory; a final LayerNorm with ``norm_first``, as in :class:`Encoder`.
-    ``check_ids = False`` skips the ids' range check (one host sync), as in :class:`Encoder`.
+    ``check_ids = False`` skips the one host sync of :meth:`forward`, as in :class:`Encoder`:
+    the ids' range check and, in the same sync, the memory's scan for NaN and ±inf.
     """
 
     def __init__(self, config: TransformerConfig) -> None:
@@ -243,8 +249,11 @@ class Decoder(nn.Module):
         (batch, layers, heads, tgt, tgt), cross weights (batch, layers, heads, tgt, src) or
         Nones. ``key_mask`` (batch, tgt), ``memory_key_mask`` (batch, src): True at real tokens.
         """
-        masks = self.prepare_inputs(ids, memory, key_mask, memory_key_mask)
-        return self.decode(ids, memory, *masks, check_flag("need_weights", need_weights))
+        masks = self._prepare(ids, memory, key_mask, memory_key_mask, check_range=False)
+        check_flag("need_weights", need_weights)
+        if self.check_ids:
+            _check_values(ids, memory, self.config)
+        return self.decode(ids, memory, *masks, need_weights)
 
     def prepare_inputs(
         self,
@@ -254,8 +263,20 @@ class Decoder(nn.Module):
         memory_key_mask: torch.Tensor | None,
     ) -> tuple[torch.Tensor, MaybeTensor]:
         """Check the inputs once; the canonical masks: target padding AND causal (batch or 1,
-        1, tgt, tgt), and the memory's padding (batch, 1, 1, src) or None."""
-        _check_ids(ids, self.config, "target", check_range=self.check_ids)
+        1, tgt, tgt), and the memory's padding (batch, 1, 1, src) or None. Shapes, dtypes and
+        the ids' range; the memory's values are scanned by :meth:`forward` alone."""
+        return self._prepare(ids, memory, key_mask, memory_key_mask, self.check_ids)
+
+    def _prepare(
+        self,
+        ids: torch.Tensor,
+        memory: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        memory_key_mask: torch.Tensor | None,
+        check_range: bool,
+    ) -> tuple[torch.Tensor, MaybeTensor]:
+        """:meth:`prepare_inputs`, with the ids' range check (a host sync) on or off."""
+        _check_ids(ids, self.config, "target", check_range=check_range)
         check_floating("memory", memory, min_dims=3)
         (batch, tgt), d = ids.shape, self.config.d_model
         if memory.dim() != 3 or memory.shape[0] != batch or memory.shape[2] != d:
@@ -263,10 +284,15 @@ class Decoder(nn.Module):
                 f"memory must be (batch={batch}, src, d_model={d}), got shape {tuple(memory.shape)}"
             )
         check_matches_weights("memory", memory, self.layers[0].norm1.weight)
+        src = memory.shape[1]
+        if key_mask is not None:
+            check_key_mask(key_mask, batch, tgt, "key_mask", "tgt")
+        if memory_key_mask is not None:
+            check_key_mask(memory_key_mask, batch, src, "memory_key_mask", "src")
         attention = self.layers[0].self_attention
         causal = causal_mask(tgt, device=ids.device)
         self_mask4d = attention.prepare_mask(causal, key_mask, batch, tgt, tgt)
-        memory_mask4d = attention.prepare_mask(None, memory_key_mask, batch, tgt, memory.shape[1])
+        memory_mask4d = attention.prepare_mask(None, memory_key_mask, batch, tgt, src)
         return self_mask4d, memory_mask4d
 
     def decode(
@@ -280,7 +306,10 @@ class Decoder(nn.Module):
     ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
         """:meth:`forward` without checks, masks from :meth:`prepare_inputs`. With ``cache``
         (see :mod:`attnlib.generation`), ids are the next positions after the cached ones."""
-        start = 0 if cache is None else cache.length
+        start = 0
+        if cache is not None:
+            cache.check_batch(ids)  # shapes only: no host sync
+            start = cache.length
         x = self.embed(ids, start)  # (batch, tgt, d)
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.layers):
@@ -318,8 +347,26 @@ def _check_ids(ids: object, config: TransformerConfig, what: str, check_range: b
         raise ValueError(f"{what} of {ids.shape[1]} tokens is longer than max_len={config.max_len}")
     if check_range and ids.numel() > 0:
         low, high = torch.stack([*torch.aminmax(ids)]).long().tolist()  # the one host sync
-        if low < 0 or high >= config.vocab_size:
-            raise ValueError(
-                f"{what} token id {low if low < 0 else high} is outside the vocabulary "
-                f"0..{config.vocab_size - 1}"
-            )
+        _check_id_range(low, high, config, what)
+
+
+def _check_id_range(low: int, high: int, config: TransformerConfig, what: str) -> None:
+    """Refuse the smallest or largest id when it lies outside the vocabulary."""
+    if low < 0 or high >= config.vocab_size:
+        raise ValueError(
+            f"{what} token id {low if low < 0 else high} is outside the vocabulary "
+            f"0..{config.vocab_size - 1}"
+        )
+
+
+def _check_values(ids: torch.Tensor, memory: torch.Tensor, config: TransformerConfig) -> None:
+    """Target ids (batch, tgt) within the vocabulary, memory (batch, src, d) free of NaN and
+    ±inf: one host sync for both; the counts of bad entries are taken only on failure."""
+    if ids.numel() == 0:
+        return  # batch 0: no id and no memory entry to check
+    low, high = torch.aminmax(ids)
+    finite = torch.isfinite(memory).all()
+    low, high, finite = torch.stack([low.long(), high.long(), finite.long()]).tolist()
+    _check_id_range(low, high, config, "target")
+    if not finite:
+        check_tensor("memory", memory, min_dims=3)  # raises, with the counts

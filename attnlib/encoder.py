@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -100,6 +101,11 @@ class TransformerConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TransformerConfig:
         """Rebuild from :meth:`to_dict`'s output; unknown keys are refused by name."""
+        if not isinstance(values, Mapping):
+            raise TypeError(
+                f"values must be a dict of TransformerConfig fields (as to_dict gives), got "
+                f"{type(values).__name__}"
+            )
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

@@ -20,9 +20,17 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnlib._checks import check_count, check_flag, check_int
+from attnlib._checks import (
+    check_count,
+    check_flag,
+    check_floating,
+    check_int,
+    check_key_mask,
+    check_matches_weights,
+    check_tensor,
+)
 from attnlib.attention import MultiHeadAttention, attend_unchecked
-from attnlib.decoder import Decoder
+from attnlib.decoder import Decoder, _check_ids
 from attnlib.encoder import Encoder, TransformerConfig
 from attnlib.masks import causal_mask
 from attnlib.transformer import xavier_init_
@@ -75,6 +83,14 @@ class EncoderDecoder(nn.Module):
         heads, tgt, src) or None. Key masks (batch, src) and (batch, tgt), True at real tokens.
         """
         check_flag("need_weights", need_weights)
+        _check_ids(target, self.target_config, "target", check_range=False)  # shapes and dtype
+        if isinstance(source, torch.Tensor) and source.dim() >= 1:
+            if source.shape[0] != target.shape[0]:
+                raise ValueError(
+                    f"source has batch {source.shape[0]} but target has batch {target.shape[0]}"
+                )
+        if target_key_mask is not None:
+            check_key_mask(target_key_mask, *target.shape, "target_key_mask", "tgt")
         memory, memory_mask4d = self.encode(source, source_key_mask)
         self_mask4d, _ = self.decoder.prepare_inputs(target, memory, target_key_mask, None)
         hidden, _, cross = self.decoder.decode(
@@ -87,6 +103,8 @@ class EncoderDecoder(nn.Module):
     ) -> tuple[torch.Tensor, MaybeTensor]:
         """Checked source (batch, src) -> memory (batch, src, d_model) and the memory's mask
         (batch, 1, 1, src) for the decoder's cross-attention, or None without padding."""
+        if source_key_mask is not None and isinstance(source, torch.Tensor) and source.dim() == 2:
+            check_key_mask(source_key_mask, *source.shape, "source_key_mask", "src")
         mask4d = self.encoder.prepare_inputs(source, source_key_mask)
         memory, _ = self.encoder.encode(source, mask4d)
         # The encoder's mask is (batch, 1, 1, src) already: the padding of keys, for any query.
@@ -163,9 +181,15 @@ class LayerCache:
 
 class KVCache:
     """A :class:`LayerCache` per decoder layer, started from the memory (batch, src, d_model);
-    hand it to :meth:`Decoder.decode`, which feeds it the next positions."""
+    hand it to :meth:`Decoder.decode`, which feeds it the next positions of the same batch.
+
+    The memory is checked once, here (its shape, dtype and values: one scan, so one host sync
+    per cache, not per step); each step checks only that its ids have the memory's batch.
+    """
 
     def __init__(self, decoder: Decoder, memory: torch.Tensor) -> None:
+        _check_cache_inputs(decoder, memory)
+        self.batch = memory.shape[0]
         for layer in decoder.layers:
             for attention in (layer.self_attention, layer.cross_attention):
                 # A subclass may change what happens between projection and scores (rotary
@@ -182,9 +206,42 @@ class KVCache:
         """How many target positions are cached."""
         return self.layers[0].length
 
+    def check_batch(self, ids: torch.Tensor) -> None:
+        """Refuse next positions (batch, n) of another batch than the cached memory's."""
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
+        if ids.dim() != 2:
+            raise ValueError(
+                f"ids must be (batch={self.batch}, n) token ids, got shape {tuple(ids.shape)}"
+            )
+        if ids.shape[0] != self.batch:
+            raise ValueError(
+                f"ids have batch {ids.shape[0]} but this KVCache was built from a memory of "
+                f"batch {self.batch}: build a cache for each batch"
+            )
+
     def nbytes(self) -> int:
         """Bytes held by every layer's cached keys and values, memory's included."""
         return sum(layer.nbytes() for layer in self.layers)
+
+
+def _check_cache_inputs(decoder: object, memory: object) -> None:
+    """Require attnlib's Decoder and a finite memory (batch, src, d_model) in its dtype."""
+    if not isinstance(decoder, Decoder):
+        raise TypeError(
+            f"decoder must be an attnlib.decoder.Decoder (an EncoderDecoder's .decoder), got "
+            f"{type(decoder).__name__}"
+        )
+    d_model = decoder.config.d_model
+    if not isinstance(memory, torch.Tensor):
+        raise TypeError(f"memory must be a torch.Tensor, got {type(memory).__name__}")
+    if memory.dim() != 3 or memory.shape[2] != d_model:
+        raise ValueError(
+            f"memory must be (batch, src, d_model={d_model}), got shape {tuple(memory.shape)}"
+        )
+    check_floating("memory", memory, min_dims=3)
+    check_matches_weights("memory", memory, decoder.layers[0].norm1.weight)
+    check_tensor("memory", memory, min_dims=3)  # every entry finite: the one scan
 
 
 def kv_cache_bytes(

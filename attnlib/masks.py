@@ -14,6 +14,7 @@ from attnlib._checks import (
     check_flag,
     check_floating,
     check_int,
+    check_key_mask,
     check_lengths,
     check_mask,
 )
@@ -197,10 +198,4 @@ def _mask_4d(mask: object, target: tuple[int, ...]) -> torch.Tensor:
 
 def _key_mask_4d(key_mask: object, batch: int, n_keys: int) -> torch.Tensor:
     """A (batch, n_keys) key mask, True at real keys, as (batch, 1, 1, n_keys)."""
-    key_mask = check_boolean(key_mask, "key_mask", "a real key that may be attended")
-    if tuple(key_mask.shape) != (batch, n_keys):
-        raise ValueError(
-            f"key_mask must be (batch, n_keys) = {(batch, n_keys)}, got shape "
-            f"{tuple(key_mask.shape)}"
-        )
-    return key_mask[:, None, None, :]
+    return check_key_mask(key_mask, batch, n_keys)[:, None, None, :]

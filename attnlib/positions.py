@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from attnlib._checks import check_count, check_floating, check_number
+from attnlib._checks import check_count, check_number, check_tensor
 from attnlib.attention import MultiHeadAttention, attend_unchecked
 
 
@@ -36,6 +36,7 @@ def rotary_angles(positions: torch.Tensor, dim: int, base: float = 10000.0) -> t
     """Angle of each pair at each position: (seq,) or (batch, seq) -> (..., seq, dim // 2).
 
     Radians, float64 (float32 on MPS, which has no float64), on the positions' device.
+    Float positions must be finite (one scan).
     """
     return _angles(_check_positions(positions), rotary_frequencies(dim, base))
 
@@ -54,20 +55,31 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
     ``positions`` are ints or floats, ``(seq,)`` for every sequence alike or ``(batch, seq)``
     with batch = x's first axis (or 1); the axes between (heads) share them. Position 0
     leaves x as it is. Pair (a, b) at angle t becomes (a cos t - b sin t, a sin t + b cos t).
+    x and float positions must be finite: each is scanned once (a host sync on a GPU);
+    :class:`RotaryMultiHeadAttention` rotates with :func:`apply_rotary_unchecked` instead.
     """
-    check_floating("x", x, min_dims=2)
+    check_tensor("x", x, min_dims=2)
     positions = _check_positions(positions)
-    seq, dim = x.shape[-2], x.shape[-1]
+    seq = x.shape[-2]
     if positions.shape[-1] != seq:
         raise ValueError(
             f"positions have length {positions.shape[-1]} but x {tuple(x.shape)} has seq={seq}"
         )
+    if positions.dim() == 2 and (x.dim() < 3 or positions.shape[0] not in (1, x.shape[0])):
+        raise ValueError(
+            f"positions (batch, seq) = {tuple(positions.shape)} need x of shape "
+            f"(batch, ..., seq, dim) with the same batch, got {tuple(x.shape)}"
+        )
+    return apply_rotary_unchecked(x, positions, base)
+
+
+def apply_rotary_unchecked(
+    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
+) -> torch.Tensor:
+    """:func:`apply_rotary` on checked inputs, with no scan of their values: x (..., seq,
+    dim), positions (seq,) or (batch, seq) -> same shape and dtype as x."""
+    seq, dim = x.shape[-2], x.shape[-1]
     if positions.dim() == 2:
-        if x.dim() < 3 or positions.shape[0] not in (1, x.shape[0]):
-            raise ValueError(
-                f"positions (batch, seq) = {tuple(positions.shape)} need x of shape "
-                f"(batch, ..., seq, dim) with the same batch, got {tuple(x.shape)}"
-            )
         # (batch, seq) -> (batch, 1, ..., 1, seq): the batch axis meets x's first axis.
         positions = positions.reshape(positions.shape[0], *[1] * (x.dim() - 3), seq)
     angles = _angles(positions.to(x.device), rotary_frequencies(dim, base))  # (..., seq, dim/2)
@@ -90,6 +102,8 @@ def _check_positions(positions: object) -> torch.Tensor:
         raise ValueError(
             f"positions must be (seq,) or (batch, seq), got shape {tuple(positions.shape)}"
         )
+    if positions.is_floating_point():  # an int cannot be NaN: only floats are scanned
+        check_tensor("positions", positions, min_dims=1)
     return positions
 
 
@@ -148,12 +162,18 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         """As :meth:`MultiHeadAttention.forward_prepared`, with queries and keys rotated:
         output (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) or None."""
         n_queries, n_keys = query.shape[1], key.shape[1]
+        if n_queries > n_keys:
+            raise ValueError(
+                f"rotary attention places the queries at the last of the key positions 0 .. "
+                f"n_keys - 1, so it needs n_queries <= n_keys: got query of {n_queries} "
+                f"positions and key of {n_keys}"
+            )
         positions = torch.arange(n_keys, device=key.device)
         queries = self.split_heads(self.query_projection(query))  # (batch, heads, n_q, hd)
         keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_keys, hd)
         values = self.split_kv_heads(self.value_projection(value))
-        queries = apply_rotary(queries, positions[n_keys - n_queries :], self.base)
-        keys = apply_rotary(keys, positions, self.base)
+        queries = apply_rotary_unchecked(queries, positions[n_keys - n_queries :], self.base)
+        keys = apply_rotary_unchecked(keys, positions, self.base)
         if fused:
             heads, weights = self._fused_attention(queries, keys, values, mask4d), None
         else:

@@ -10,7 +10,7 @@ an int >= 0 (NumPy integers pass): a few Python comparisons per call, no tensors
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import torch
 
@@ -29,6 +29,13 @@ def _check_fraction(name: str, value: float) -> None:
     """Require a number in [0, 1]."""
     if not 0 <= check_number(name, value) <= 1:
         raise ValueError(f"{name} must be in [0, 1] (a fraction of the peak), got {value}")
+
+
+def _as_list(name: str, items: object) -> list:
+    """A list or tuple (or array) of numbers as a list; None, a str or a single number refused."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise TypeError(f"{name} must be a list of numbers, got {type(items).__name__}")
+    return list(items)
 
 
 def noam(d_model: int, warmup: int, factor: float = 1.0) -> Schedule:
@@ -64,6 +71,7 @@ def exponential_decay(decay_rate: float, decay_steps: int, staircase: bool = Fal
 
 def piecewise_constant(boundaries: Sequence[int], values: Sequence[float]) -> Schedule:
     """values[i] for boundaries[i-1] <= step < boundaries[i]: values[0] before the first."""
+    boundaries, values = _as_list("boundaries", boundaries), _as_list("values", values)
     if len(values) != len(boundaries) + 1:
         raise ValueError(
             f"need one more value than boundaries, got {len(boundaries)} boundaries and "
@@ -140,6 +148,16 @@ def average_checkpoints(
     accumulated in float32 (float64 for float64 tensors) and cast back to each entry's dtype; a
     NaN or inf in any checkpoint is refused, naming the key and the checkpoint.
     """
+    if isinstance(state_dicts, Mapping) or not isinstance(state_dicts, Sequence):
+        hint = (
+            ": one state dict? pass a list of them"
+            if isinstance(state_dicts, Mapping)
+            else "; pass list(...) of them"
+        )
+        raise TypeError(
+            f"state_dicts must be a list or tuple of state dicts, got "
+            f"{type(state_dicts).__name__}{hint}"
+        )
     if len(state_dicts) == 0:
         raise ValueError("average_checkpoints needs at least one state dict")
     first = state_dicts[0]

@@ -56,6 +56,8 @@ def scaled_dot_product(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tenso
 def _check_same_width(queries: torch.Tensor, keys: torch.Tensor) -> None:
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(f"keys have d_k={keys.shape[-1]} but queries have d_k={queries.shape[-1]}")
+    if queries.shape[-1] == 0:
+        raise ValueError("queries and keys have d_k=0 features: a score needs at least one")
 
 
 def _check_pair(queries: torch.Tensor, keys: torch.Tensor) -> None:

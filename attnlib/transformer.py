@@ -137,8 +137,18 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, seq, d_model) -> (batch, seq, d_ff) -> (batch, seq, d_model)."""
+        """(batch, seq, d_model) -> (batch, seq, d_ff) -> (batch, seq, d_model); unchecked."""
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+    def checked_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` for a block used alone: x (..., d_model) of the weights' width and
+        dtype, every entry finite (one scan), -> (..., d_model)."""
+        check_tensor("x", x, min_dims=1)
+        d_model = self.linear1.in_features
+        if x.shape[-1] != d_model:
+            raise ValueError(f"x must be (..., d_model={d_model}), got shape {tuple(x.shape)}")
+        check_matches_weights("x", x, self.linear1.weight)
+        return self(x)
 
 
 class EncoderLayer(nn.Module):

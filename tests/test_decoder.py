@@ -117,7 +117,7 @@ def test_layer_input_refusals():
         layer.checked_forward(x, memory.double())
     with pytest.raises(ValueError, match="memory contains NaN"):
         layer.checked_forward(x, memory.masked_fill(memory > 1, float("nan")))
-    with pytest.raises(ValueError, match=r"key_mask must be \(batch, n_keys\) = \(2, 4\)"):
+    with pytest.raises(ValueError, match=r"memory_key_mask must be \(batch, src\) = \(2, 4\)"):
         layer.checked_forward(x, memory, memory_key_mask=_key_mask([3, 2], 3))
     with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not fit"):
         layer.checked_forward(x, memory, mask=causal_mask(4))
@@ -229,9 +229,9 @@ def test_model_and_decoder_input_refusals():
         model(source, target.float())
     with pytest.raises(ValueError, match=r"target ids must be \(batch, seq\) with seq >= 1"):
         model(source, target[:, :0])
-    with pytest.raises(ValueError, match=r"key_mask must be \(batch, n_keys\) = \(2, 4\)"):
+    with pytest.raises(ValueError, match=r"target_key_mask must be \(batch, tgt\) = \(2, 4\)"):
         model(source, target, target_key_mask=_key_mask([3, 3], 3))
-    with pytest.raises(TypeError, match="key_mask must be boolean"):
+    with pytest.raises(TypeError, match="source_key_mask must be boolean"):
         model(source, target, source_key_mask=_key_mask([5, 3], 5).long())
     with pytest.raises(ValueError, match=r"pad_id=9 is outside the vocabulary 0..8"):
         EncoderDecoder(config, target_vocab_size=9, target_pad_id=9)

@@ -184,7 +184,7 @@ def test_greedy_decode_refusals():
         greedy_decode(model, source, start_id=START, end_id=END, use_cache="yes")
     with pytest.raises(ValueError, match=r"token id 9 is outside the vocabulary 0..8"):
         greedy_decode(model, source + 1, start_id=START, end_id=END)
-    with pytest.raises(ValueError, match=r"key_mask must be \(batch, n_keys\) = \(2, 4\)"):
+    with pytest.raises(ValueError, match=r"source_key_mask must be \(batch, src\) = \(2, 4\)"):
         greedy_decode(model, source, _key_mask([3, 2], 3), start_id=START, end_id=END)
 
 

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from attnlib._checks import check_count
+from attnlib._checks import check_count, is_int
 
 FIRST_DAY = dt.date(1950, 1, 1)
 LAST_DAY = dt.date(2049, 12, 31)
@@ -122,12 +122,18 @@ def generate_pairs(
 ) -> list[tuple[str, str]]:
     """``n`` (human date, ISO date) pairs, distinct human strings, the same for the same seed."""
     n = check_count("n", n)
+    if not is_int(seed):
+        # random.Random(None) seeds itself from the clock: a new data set at every call.
+        raise TypeError(
+            f"seed must be an int, so that the same seed gives the same pairs, got "
+            f"{type(seed).__name__} {seed!r}"
+        )
     chosen = _check_formats(formats)
     span = (LAST_DAY - FIRST_DAY).days
     capacity = (span + 1) * len(chosen)
     if n > capacity // 2:
         raise ValueError(f"n={n} is too many distinct dates for {len(chosen)} format(s)")
-    rng = random.Random(seed)
+    rng = random.Random(int(seed))  # NumPy ints too, which random refuses
     pairs: dict[str, str] = {}
     while len(pairs) < n:
         day = FIRST_DAY + dt.timedelta(days=rng.randint(0, span))

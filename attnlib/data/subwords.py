@@ -216,9 +216,20 @@ class SubwordTokenizer:
 
 
 def _check_text(name: str, text: object) -> None:
-    """Require one text as a str."""
+    """Require one text as a str of characters that UTF-8 can encode (no lone surrogate)."""
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    if text.isascii():
+        return  # the common case, without a copy
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"{name} holds a lone surrogate {text[error.start]!r} at index {error.start}: "
+            "half of a UTF-16 pair, not a character, which the tokenizer cannot read; it comes "
+            "from decoding bytes with errors='surrogateescape' or from a broken pair, so "
+            "decode with errors='replace' or drop it"
+        ) from None
 
 
 def _checked_texts(texts: object, caller: str = "train") -> list[str]:
