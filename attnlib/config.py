@@ -25,7 +25,7 @@ def cpu_kernels() -> str:
     """The set of CPU kernels torch dispatches to here (``AVX2``, ``AVX512``, ``DEFAULT``, ...).
 
     Trained numbers differ in their last digits from one set to another: CI pins one with
-    ``ATEN_CPU_CAPABILITY=avx2`` so that stored outputs reproduce (see the README).
+    ``ATEN_CPU_CAPABILITY=avx2`` so that stored outputs reproduce (see CONTRIBUTING.md).
     """
     return torch.backends.cpu.get_cpu_capability()
 
