@@ -70,10 +70,14 @@ def parse_time(phrase: str) -> tuple[str, float] | None:
 
 @cache
 def toc_chapters() -> tuple[str, ...]:
-    """The chapters notebooks/_toc.yml lists, as notebook paths from the repository root."""
+    """The chapters notebooks/_toc.yml lists, as notebook paths from the repository root.
+
+    A page written in Markdown (the appendix) is not a chapter: it has no row in the README's
+    chapter table. Every other entry is a chapter, whose notebook must exist.
+    """
     toc = yaml.safe_load(text(ROOT / "notebooks" / "_toc.yml"))
     files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
-    return tuple(f"{name}.ipynb" for name in files)
+    return tuple(f"{name}.ipynb" for name in files if not (ROOT / f"{name}.md").is_file())
 
 
 @cache

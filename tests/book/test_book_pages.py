@@ -229,7 +229,8 @@ def test_internal_links_resolve(docname: str) -> None:
 
 
 def test_nbval_markers_are_hidden_from_readers():
-    for page in DOCNAMES[1:]:
+    # The notebooks' code; a Markdown page (the appendix) may name a marker in its text.
+    for page in [name for name in DOCNAMES[1:] if (ROOT / f"{name}.ipynb").is_file()]:
         html = (HTML / f"{page}.html").read_text(encoding="utf-8")
         assert "NBVAL_" not in html, f"{page}.html shows an nbval marker"
     source = (ROOT / "notebooks" / "04_bahdanau_attention.ipynb").read_text(encoding="utf-8")
