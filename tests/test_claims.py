@@ -99,6 +99,17 @@ def test_seed_lists_parse(text, seeds):
     assert script_module("seed_spread").parse_seeds(text) == seeds
 
 
+def run_seed_spread(*args: str) -> subprocess.CompletedProcess:
+    """scripts/seed_spread.py with these arguments, in a fresh process."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / "seed_spread.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def chapter_with_seeds(path, source: str) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source)]
@@ -112,22 +123,8 @@ def test_a_chapter_runs_on_fitting_and_held_out_seeds_and_reports_each_claim(tmp
         "from attnlib.claims import claim\nSEEDS = (0, 1)  # the chapter's own\n"
         "for seed in SEEDS:\n    claim('seed is small', seed, at_most=5)\n",
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPTS / "seed_spread.py"),
-            str(chapter),
-            "--fit",
-            "0-2",
-            "--held-out",
-            "6,7",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    result = run_seed_spread(
+        str(chapter), "--fit", "0-2", "--held-out", "6,7", "--out", str(tmp_path / "out")
     )
     assert result.returncode == 1, result.stderr  # the held-out seeds break the claim
     assert "| seed is small | <= 5 | 0 to 2 (3) | 6 to 7 (2) | 2 |" in result.stdout
@@ -142,21 +139,8 @@ def test_each_seed_runs_alone_for_a_chapter_that_reads_its_first_seed(tmp_path):
         "from attnlib.claims import claim\nSEEDS = [0]\n"
         "claim('first seed is small', SEEDS[0], at_most=5)\n",
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPTS / "seed_spread.py"),
-            str(chapter),
-            "--held-out",
-            "4,6",
-            "--each",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    result = run_seed_spread(
+        str(chapter), "--held-out", "4,6", "--each", "--out", str(tmp_path / "out")
     )
     assert result.returncode == 1, result.stderr
     assert "| first seed is small | <= 5 | 4 to 6 (2) | 1 |" in result.stdout
@@ -166,21 +150,8 @@ def test_each_seed_runs_alone_for_a_chapter_that_reads_its_first_seed(tmp_path):
 def test_held_out_seeds_that_are_also_fitting_seeds_are_refused(tmp_path):
     chapter = tmp_path / "chapter.ipynb"
     chapter_with_seeds(chapter, "SEEDS = [0]")
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPTS / "seed_spread.py"),
-            str(chapter),
-            "--fit",
-            "0-7",
-            "--held-out",
-            "7-9",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+    result = run_seed_spread(
+        str(chapter), "--fit", "0-7", "--held-out", "7-9", "--out", str(tmp_path)
     )
     assert result.returncode == 2
     assert "held-out seeds must not be fitting seeds: [7]" in result.stderr

@@ -8,8 +8,6 @@ stays fast.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -26,10 +24,10 @@ from attnlib.live import (
     temperature_live,
     worked_example_live,
 )
+from tests.helpers import node_answers
 
 ATTENTION_JS = Path(attnlib.live.__file__).with_name("attention.js")
 ENCODER_JS = Path(attnlib.live.__file__).with_name("encoder.js")
-NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
 FIELDS = ("keys", "queries", "values", "scores", "weights", "outputs")
 TOLERANCE = 1e-9
 
@@ -209,8 +207,6 @@ def to_json(value):
 @cache
 def node_results() -> dict[str, list]:
     """Run every case through attention.js in one node process; results keyed by group."""
-    if NODE is None:
-        pytest.skip("node is not installed: the browser-side arithmetic cannot be checked")
     groups = {
         "worked": [
             {"kind": "worked", **to_json(m), "options": {"scale": s, "temperature": t}}
@@ -274,16 +270,7 @@ def node_results() -> dict[str, list]:
         ],
     }
     cases = [case for group in groups.values() for case in group]
-    finished = subprocess.run(
-        [NODE, "-e", HARNESS, str(ATTENTION_JS), str(ENCODER_JS)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert finished.returncode == 0, finished.stderr
-    results = iter(json.loads(finished.stdout))
+    results = iter(node_answers(HARNESS, [ATTENTION_JS, ENCODER_JS], cases, timeout=60))
     return {name: [next(results) for _ in group] for name, group in groups.items()}
 
 

@@ -10,8 +10,6 @@ import html
 import json
 import math
 import re
-import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -21,9 +19,9 @@ import pytest
 import attnlib.live
 from attnlib import reference
 from attnlib.live.flash_explorer import EXAMPLES, example_values, flash_live
+from tests.helpers import node_answers
 
 FLASH_JS = Path(attnlib.live.__file__).with_name("flash.js")
-NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
 TOLERANCE = 1e-9
 
 # Reads a JSON list of cases on stdin, answers a JSON list of results (or {"error": message}).
@@ -107,8 +105,6 @@ PARSE_CASES = [
 @cache
 def node_results() -> dict[str, list]:
     """Every case through flash.js in one node process; results keyed by group."""
-    if NODE is None:
-        pytest.skip("node is not installed: the browser-side arithmetic cannot be checked")
     values = example_values(20, 3, seed=1).tolist()
     groups = {
         "steps": [
@@ -121,16 +117,7 @@ def node_results() -> dict[str, list]:
         "parse": [{"kind": "parse", "text": text} for text, _ in PARSE_CASES],
     }
     cases = [case for group in groups.values() for case in group]
-    finished = subprocess.run(
-        [NODE, "-e", HARNESS, str(FLASH_JS)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert finished.returncode == 0, finished.stderr
-    results = iter(json.loads(finished.stdout))
+    results = iter(node_answers(HARNESS, [FLASH_JS], cases, timeout=60))
     return {name: [next(results) for _ in group] for name, group in groups.items()}
 
 

@@ -7,8 +7,6 @@ is itself checked against :func:`attnlib.positions.apply_rotary`, to 1e-9.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -20,9 +18,9 @@ import attnlib.live
 from attnlib.live import script_source
 from attnlib.live.rotary_explorer import example_vectors, rotary_live
 from attnlib.positions import apply_rotary
+from tests.helpers import node_answers
 
 ROTARY_JS = Path(attnlib.live.__file__).with_name("rotary.js")
-NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
 TOLERANCE = 1e-9
 
 HARNESS = """
@@ -138,17 +136,7 @@ def cases() -> list[dict]:
 @cache
 def node_results() -> tuple[dict, ...]:
     """Run every case through rotary.js in one node process."""
-    if NODE is None:
-        pytest.skip("node is not installed: the browser-side arithmetic cannot be checked")
-    completed = subprocess.run(
-        [NODE, "-e", HARNESS, str(ROTARY_JS)],
-        input=json.dumps(cases()),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return tuple(json.loads(completed.stdout))
+    return tuple(node_answers(HARNESS, [ROTARY_JS], cases(), timeout=60))
 
 
 def answers(kind: str) -> list[tuple[dict, dict]]:
