@@ -9,7 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from attnlib.data.imdb import IMDB, Reviews
+from attnlib.tasks import imdb as task
+from attnlib.tasks.imdb_train import prepare
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
@@ -44,3 +49,36 @@ def node_answers(
     )
     assert finished.returncode == 0, finished.stderr
     return json.loads(finished.stdout)
+
+
+# Chapter 13's task on a tiny corpus (tests/test_imdb_task.py, tests/test_imdb_memory.py).
+CORPUS = [
+    "a great film with a great cast",
+    "a terrible film, a waste of time",
+    "the plot was thin but the acting was great",
+    "i loved it and i would watch it again",
+] * 5
+
+
+def reviews(texts: list[str], labels) -> Reviews:
+    """A split of ``texts`` with one label for all (an int) or one each (a sequence)."""
+    n = len(texts)
+    labels = np.broadcast_to(np.asarray(labels, np.int8), (n,)).copy()
+    return Reviews(texts, labels, np.zeros(n, np.int8), [*map(str, range(n))])
+
+
+def small_config(**changes) -> task.ImdbConfig:
+    sizes = dict(vocab_size=60, max_len=32, head_tokens=8, d_model=16, num_heads=2)
+    return task.ImdbConfig(**{**sizes, "num_layers": 1, "d_ff": 32, **changes})
+
+
+def finetuning_setup(tokenizer) -> tuple[task.ImdbConfig, object]:
+    """A small fine-tuning run's config and prepared data: CORPUS as alternating labels."""
+    data = IMDB(
+        train=reviews(CORPUS, np.arange(len(CORPUS)) % 2),
+        test=reviews(CORPUS[:4], 0),
+        unlabelled=reviews(CORPUS[:4], -1),
+        digest="0" * 64,
+    )
+    config = small_config(max_len=64, n_valid=4, seed=0, finetune_batch=2, finetune_epochs=1)
+    return config, prepare(data, tokenizer, config)

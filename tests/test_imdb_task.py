@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnlib.config import device_peak
-from attnlib.data.imdb import IMDB, Reviews
+from attnlib.data.imdb import IMDB
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.encoder import SequenceClassifier
 from attnlib.tasks import imdb as task
@@ -20,13 +20,7 @@ from attnlib.tasks.imdb_train import (
     save_trained,
 )
 from attnlib.training import Evaluation, History
-
-CORPUS = [
-    "a great film with a great cast",
-    "a terrible film, a waste of time",
-    "the plot was thin but the acting was great",
-    "i loved it and i would watch it again",
-] * 5
+from tests.helpers import CORPUS, finetuning_setup, reviews, small_config
 
 
 class CountingTokenizer:
@@ -41,18 +35,6 @@ class CountingTokenizer:
 @pytest.fixture(scope="module")
 def tokenizer() -> SubwordTokenizer:
     return SubwordTokenizer.train(CORPUS, vocab_size=60, min_frequency=1)
-
-
-def reviews(texts: list[str], labels) -> Reviews:
-    """A split of ``texts`` with one label for all (an int) or one each (a sequence)."""
-    n = len(texts)
-    labels = np.broadcast_to(np.asarray(labels, np.int8), (n,)).copy()
-    return Reviews(texts, labels, np.zeros(n, np.int8), [*map(str, range(n))])
-
-
-def small_config(**changes) -> task.ImdbConfig:
-    sizes = dict(vocab_size=60, max_len=32, head_tokens=8, d_model=16, num_heads=2)
-    return task.ImdbConfig(**{**sizes, "num_layers": 1, "d_ff": 32, **changes})
 
 
 def test_encode_reviews_keeps_head_and_tail():
@@ -223,15 +205,7 @@ def test_prepare_never_pretrains_on_a_test_review(tokenizer):
 
 
 def test_finetune_seed_orders_the_batches(tokenizer):
-    n = len(CORPUS)
-    data = IMDB(
-        train=reviews(CORPUS, np.arange(n) % 2),
-        test=reviews(CORPUS[:4], 0),
-        unlabelled=reviews(CORPUS[:4], -1),
-        digest="0" * 64,
-    )
-    config = small_config(max_len=64, n_valid=4, seed=0, finetune_batch=2, finetune_epochs=1)
-    prepared = prepare(data, tokenizer, config)
+    config, prepared = finetuning_setup(tokenizer)
 
     def losses(seed: int | None) -> list[float]:
         torch.manual_seed(0)  # the same classifier every time: only the batch order differs

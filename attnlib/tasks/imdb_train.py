@@ -14,6 +14,8 @@ import os
 import random
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -25,7 +27,7 @@ from torch import nn
 from attnlib.config import training_precision
 from attnlib.data.imdb import IMDB
 from attnlib.data.subwords import SubwordTokenizer
-from attnlib.encoder import SequenceClassifier
+from attnlib.encoder import Encoder, SequenceClassifier
 from attnlib.schedules import linear_warmup_decay
 from attnlib.tasks.imdb import (
     ImdbConfig,
@@ -154,6 +156,26 @@ class PhaseResult:
         return rate * self.extra["flops_per_token"] / (peak_tflops * 1e12)
 
 
+@contextmanager
+def recomputing_on_cpu(model: nn.Module, device: torch.device | str) -> Iterator[None]:
+    """While training on a CPU, set ``model.encoder.recompute`` (see :class:`Encoder`): the
+    same results, holding one layer's activations instead of every layer's. Chapter 13's quick
+    mode trains on 4 x 512 tokens a step, which otherwise keeps about 600 MB of activations for
+    the backward, 290 MB of them (batch, heads, 512, 512) attention tensors (CPU attention with
+    dropout has no fused kernel). A GPU has the memory, and keeps its speed. The flag is put
+    back as it was afterwards."""
+    encoder = getattr(model, "encoder", None)
+    if torch.device(device).type != "cpu" or not isinstance(encoder, Encoder):
+        yield
+        return
+    before = encoder.recompute
+    encoder.recompute = True
+    try:
+        yield
+    finally:
+        encoder.recompute = before
+
+
 def pretrain(
     model: nn.Module,
     data: ImdbData,
@@ -226,20 +248,21 @@ def pretrain(
         limit = config.pretrain_max_seconds
         return limit is not None and time.perf_counter() - start > limit
 
-    history = fit(
-        trained,
-        batches,
-        masked_lm_loss,
-        epochs=math.ceil(steps / per_chunk),
-        optimizer=adamw(model, config.pretrain_lr, config.weight_decay),
-        schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
-        evaluate=evaluate,
-        stop_when=out_of_time,
-        device=device,
-        progress="run" if progress else False,  # one bar for the 20 parts, not 20 bars
-        max_steps=steps,  # the bar's total; the parts add up to it exactly
-        part_name="part",  # a part is 1/20 of the steps, not a pass over the text
-    )
+    with recomputing_on_cpu(model, device):
+        history = fit(
+            trained,
+            batches,
+            masked_lm_loss,
+            epochs=math.ceil(steps / per_chunk),
+            optimizer=adamw(model, config.pretrain_lr, config.weight_decay),
+            schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
+            evaluate=evaluate,
+            stop_when=out_of_time,
+            device=device,
+            progress="run" if progress else False,  # one bar for the 20 parts, not 20 bars
+            max_steps=steps,  # the bar's total; the parts add up to it exactly
+            part_name="part",  # a part is 1/20 of the steps, not a pass over the text
+        )
     seconds = time.perf_counter() - start
     tokens = history.steps * config.pretrain_batch * config.max_len
     flops = pretraining_flops_per_token(config)
@@ -278,18 +301,19 @@ def finetune(
         return result
 
     start = time.perf_counter()
-    history = fit(
-        classifier,
-        lambda epoch: shuffled(train_batches, seed * 1000 + epoch),
-        partial(classification_loss, label_smoothing=config.label_smoothing),
-        epochs=config.finetune_epochs,
-        optimizer=adamw(classifier, lr, config.weight_decay),
-        schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
-        evaluate=evaluate,
-        device=device,
-        progress="run" if progress else False,
-        max_steps=steps,  # the bar's total: every epoch's batches
-    )
+    with recomputing_on_cpu(classifier, device):
+        history = fit(
+            classifier,
+            lambda epoch: shuffled(train_batches, seed * 1000 + epoch),
+            partial(classification_loss, label_smoothing=config.label_smoothing),
+            epochs=config.finetune_epochs,
+            optimizer=adamw(classifier, lr, config.weight_decay),
+            schedule=linear_warmup_decay(max(1, round(config.warmup_fraction * steps)), steps),
+            evaluate=evaluate,
+            device=device,
+            progress="run" if progress else False,
+            max_steps=steps,  # the bar's total: every epoch's batches
+        )
     seconds = time.perf_counter() - start
     tokens = config.finetune_epochs * sum(int(b.key_mask.sum()) for b in train_batches)
     return PhaseResult(history, history.steps, tokens, seconds, eval_seconds, str(device))
