@@ -1,5 +1,5 @@
-"""The NumPy oracle: softmax, attention, the worked example, heads, positions, masks, and the
-online softmax.
+"""The NumPy oracle: softmax, attention, the worked example, heads, positions, masks, the
+online softmax, and chapter 12's learning-rate schedules and label smoothing.
 
 Everything here is plain NumPy in float64, written to be read; the torch code in the rest of
 ``attnlib`` and the browser explorers of :mod:`attnlib.live` are tested against it. Masks are
@@ -352,3 +352,105 @@ def online_softmax_steps(
         weights = np.exp(row[:end] - shift) / norm
         steps.append(OnlineSoftmaxStep(end, running_max, running_sum, rescale, weights, output))
     return steps
+
+
+# --- learning-rate schedules and label smoothing (chapter 12) ---
+
+# A step whose value is within this relative distance of the largest one counts as the peak:
+# a warm-up ends at exactly 1 and the decay's first value can come out an ulp above it.
+PEAK_TOLERANCE = 1e-12
+
+
+def _steps(steps: np.ndarray) -> np.ndarray:
+    """Steps t = 0, 1, ... as float64, counted as ``LambdaLR`` counts them (and attnlib)."""
+    steps = np.asarray(steps, dtype=np.float64)
+    if (steps < 0).any() or (steps != np.floor(steps)).any():
+        raise ValueError("steps must be integers >= 0 (t = s - 1 for optimizer step s)")
+    return steps
+
+
+def noam_rates(steps: np.ndarray, d_model: int, warmup: int) -> np.ndarray:
+    """d_model^-0.5 * min(s^-0.5, s * warmup^-1.5) with s = t + 1: the learning rate itself."""
+    if d_model < 1 or warmup < 1:
+        raise ValueError(f"d_model and warmup must be >= 1, got {d_model} and {warmup}")
+    s = _steps(steps) + 1
+    return d_model**-0.5 * np.minimum(s**-0.5, s * warmup**-1.5)
+
+
+def cosine_multipliers(
+    steps: np.ndarray, total_steps: int, warmup: int = 0, final: float = 0.0
+) -> np.ndarray:
+    """(t + 1) / warmup for t < warmup, then final + (1 - final) * (1 + cos(pi * progress)) / 2,
+    progress = min(1, (t - warmup) / (total_steps - warmup)): a multiplier of the base rate."""
+    if not 0 <= warmup < total_steps or not 0 <= final <= 1:
+        raise ValueError(
+            f"need 0 <= warmup < total_steps and final in [0, 1], got {warmup}, "
+            f"{total_steps}, {final}"
+        )
+    t = _steps(steps)
+    progress = np.minimum(1.0, np.maximum(t - warmup, 0) / (total_steps - warmup))
+    decay = final + (1 - final) * 0.5 * (1 + np.cos(np.pi * progress))
+    return np.where(t < warmup, (t + 1) / max(warmup, 1), decay)
+
+
+def linear_multipliers(
+    steps: np.ndarray, warmup: int, total_steps: int, final: float = 0.0
+) -> np.ndarray:
+    """(t + 1) / warmup for t < warmup, then 1 - (1 - final) * min(1, (t + 1 - warmup) /
+    (total_steps - warmup)): up to 1 in ``warmup`` steps, down to ``final`` at ``total_steps``."""
+    if not 1 <= warmup < total_steps or not 0 <= final <= 1:
+        raise ValueError(
+            f"need 1 <= warmup < total_steps and final in [0, 1], got {warmup}, "
+            f"{total_steps}, {final}"
+        )
+    t = _steps(steps)
+    progress = np.minimum(1.0, np.maximum(t + 1 - warmup, 0) / (total_steps - warmup))
+    return np.where(t < warmup, (t + 1) / warmup, 1 - (1 - final) * progress)
+
+
+def first_peak(values: np.ndarray) -> tuple[int, float]:
+    """The first index whose value is the largest (to :data:`PEAK_TOLERANCE`), and that value."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"values must be a non-empty 1-D array, got shape {values.shape}")
+    index = int(np.flatnonzero(values >= values.max() * (1 - PEAK_TOLERANCE))[0])
+    return index, float(values[index])
+
+
+def smoothed_target(num_classes: int, epsilon: float, label: int = 0) -> np.ndarray:
+    """q' = (1 - epsilon) one-hot(label) + epsilon / K, (K,): PyTorch's ``label_smoothing``."""
+    if num_classes < 2 or not 0 <= epsilon <= 1 or not 0 <= label < num_classes:
+        raise ValueError(
+            f"need K >= 2, epsilon in [0, 1] and 0 <= label < K, got {num_classes}, "
+            f"{epsilon}, {label}"
+        )
+    target = np.full(num_classes, epsilon / num_classes)
+    target[label] += 1 - epsilon
+    return target
+
+
+def smoothing_floor(num_classes: int, epsilon: float) -> float:
+    """The smallest cross-entropy against q': its entropy H(q') in nats (0 without smoothing)."""
+    return float(entropy(smoothed_target(num_classes, epsilon)))
+
+
+def gap_logits(num_classes: int, gap: float, label: int = 0) -> np.ndarray:
+    """Logits (K,) with the label's ``gap`` above every other class (all others at 0)."""
+    logits = np.zeros(num_classes)
+    logits[label] = gap
+    return logits
+
+
+def cross_entropy(logits: np.ndarray, label: int, epsilon: float = 0.0) -> float:
+    """-sum_k q'(k) log softmax(logits)(k) for one example, with q' smoothed by ``epsilon``."""
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max()
+    log_p = shifted - np.log(np.exp(shifted).sum())
+    return float(-(smoothed_target(len(logits), epsilon, label) * log_p).sum())
+
+
+def best_logit_gap(num_classes: int, epsilon: float) -> float:
+    """The gap at which softmax equals q': ln(q'(label) / q'(other)); inf without smoothing."""
+    target = smoothed_target(num_classes, epsilon)
+    with np.errstate(divide="ignore"):
+        return float(np.log(target[0]) - np.log(target[1]))

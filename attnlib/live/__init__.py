@@ -29,6 +29,8 @@ IMDB_SCRIPTS = ("attention.js", "explorers.js", "imdb.js", "imdb_explorer.js")
 FLASH_SCRIPTS = ("attention.js", "explorers.js", "flash.js")
 # Chapter 16's explorer (attnlib.live.rotary_explorer): rotary positions, pair by pair.
 ROTARY_SCRIPTS = ("attention.js", "explorers.js", "rotary.js")
+# Chapter 12's explorer (attnlib.live.recipe_explorer): schedules and label smoothing.
+RECIPE_SCRIPTS = ("attention.js", "explorers.js", "recipe.js")
 FALLBACK = (
     "This explorer runs in your browser with JavaScript. If you can read this, the script did "
     "not run: in JupyterLab, run the cell (or trust the notebook) to start it."
@@ -38,7 +40,7 @@ FALLBACK = (
 @cache
 def script_source(name: str) -> str:
     """The text of one of the package's JavaScript files."""
-    others = IMDB_SCRIPTS + FLASH_SCRIPTS + ROTARY_SCRIPTS
+    others = IMDB_SCRIPTS + FLASH_SCRIPTS + ROTARY_SCRIPTS + RECIPE_SCRIPTS
     known = SCRIPTS + tuple(n for n in others if n not in SCRIPTS)
     if name not in known:
         raise ValueError(f"unknown script {name!r}; expected one of {known}")

@@ -1,9 +1,10 @@
 """JupyterLab end to end: open a chapter, run every cell, play with its explorer.
 
-Chapters 01, 15 and 16: each explorer is the kernel-free one (attnlib.live), the same as the
-book's. It must work in the notebook's output too, and no chapter carries an ipywidgets copy
-that would freeze in the book. Chapters 15 and 16 run in quick mode (``ATTNLIB_QUICK=1``, as CI
-runs chapter 13): every cell runs, on smaller settings, and the explorers are the same.
+Chapters 01, 02, 07-09, 12, 15 and 16: each explorer is the kernel-free one (attnlib.live), the
+same as the book's. It must work in the notebook's output too, and no chapter carries an
+ipywidgets copy that would freeze in the book. Chapters 12, 15 and 16 run in quick mode
+(``ATTNLIB_QUICK=1``, as CI runs chapter 13): every cell runs, on smaller settings, and the
+explorers are the same.
 
 The server runs from this venv on a free local port with a random token, serving temporary
 copies of the notebooks (outputs cleared, so the explorer on screen is the one this run draws);
@@ -38,6 +39,7 @@ from attnlib import reference
 from .conftest import LOCAL_HOST, ROOT, WatchedPage
 from .helpers import expect_cells
 from .part5_checks import check_online_softmax_explorer, check_rotary_explorer
+from .recipe_checks import check_recipe_explorer
 from .test_live_explorers import (
     Explorer,
     attribute_json,
@@ -67,7 +69,9 @@ PART3 = {
     "09": ROOT / "notebooks" / "09_masking.ipynb",
 }
 EXPLORER_NAMES = {"02": "temperature", "07": "heads", "08": "positions", "09": "masks"}
-NOTEBOOKS = [NOTEBOOK, *PART3.values()] + [path for path, _, _ in PART5.values()]
+# Chapter 12's explorer: schedules and label smoothing, checked by recipe_checks.py.
+CHAPTER_12 = ROOT / "notebooks" / "12_training_recipe.ipynb"
+NOTEBOOKS = [NOTEBOOK, *PART3.values(), CHAPTER_12] + [path for path, _, _ in PART5.values()]
 NOTEBOOK_BYTES = {path: path.read_bytes() for path in NOTEBOOKS}  # nothing here writes to them
 START_TIMEOUT_S = 30
 # Chapter 01 runs in seconds; chapter 16 took 61 s in quick mode on an idle 2-core machine.
@@ -75,6 +79,7 @@ RUN_ALL_TIMEOUT_MS = {
     NOTEBOOK.name: 60_000,
     **{path.name: 120_000 for path in PART3.values()},
     **{path.name: 300_000 for path, _, _ in PART5.values()},
+    CHAPTER_12.name: 300_000,
 }
 # JupyterLab user settings: all cells kept in the DOM, no news, no update checks.
 LAB_SETTINGS = {
@@ -456,3 +461,28 @@ def test_part3_chapter_runs_and_its_explorer_recomputes(
     page.screenshot(path=str(screenshots / f"jupyterlab_{chapter}.png"))
     watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
     assert notebook.read_bytes() == NOTEBOOK_BYTES[notebook], f"{notebook} changed during the test"
+
+
+def test_chapter_12_runs_and_its_explorer_recomputes(
+    lab: Lab, watched_page: WatchedPage, screenshots: Path
+) -> None:
+    """Chapter 12 in quick mode; then recipe_checks moves every control in the output."""
+    page = watched_page.page
+    open_and_run_all(lab, page, CHAPTER_12)
+    live = page.locator('.jp-OutputArea-output .attnlib-live[data-explorer="recipe"][data-mounted]')
+    assert live.count() == 1, f"{live.count()} recipe explorers in chapter 12's outputs"
+    live.scroll_into_view_if_needed()
+    check_recipe_explorer(live)
+    # The keyboard reaches the explorer's own sliders, not JupyterLab's shortcuts.
+    for name in ("step", "epsilon"):
+        slider = live.locator(f'[data-control="{name}"]')
+        before = slider.input_value()
+        slider.focus()
+        slider.press("ArrowLeft" if before != slider.get_attribute("min") else "ArrowRight")
+        assert slider.input_value() != before, f"the arrow key did not move the {name} slider"
+
+    wait_for_idle_kernel(page)
+    live.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "jupyterlab_12.png"))
+    watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
+    assert CHAPTER_12.read_bytes() == NOTEBOOK_BYTES[CHAPTER_12], f"{CHAPTER_12} changed"
