@@ -448,7 +448,9 @@
     rootElement.appendChild(el("p", { class: "al-title" },
       ["Schedules and label smoothing (runs in your browser)"]));
     rootElement.appendChild(el("div", { class: "al-row" }, [
-      el("label", {}, ["schedule", kind]), dModelLabel, finalLabel,
+      // wraps its select under the word on a phone: the longest name is wider than the row
+      el("label", { style: "flex-wrap:wrap;max-width:100%" }, ["schedule", kind]), dModelLabel,
+      finalLabel,
     ]));
     rootElement.appendChild(el("div", { class: "al-row" }, [
       el("label", {}, ["warm-up W", warmup, echo.warmup]),
