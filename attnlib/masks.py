@@ -118,18 +118,44 @@ def masked_softmax(
     """Softmax of (..., n_queries, n_keys) scores over keys where mask is True; same shape.
 
     Masked keys get exactly zero weight, and a fully masked row gets all zeros instead of the
-    NaN that ``softmax`` of a row of ``-inf`` would give.
+    NaN that ``softmax`` of a row of ``-inf`` would give. A NaN or ``+inf`` score at a key the
+    mask allows is refused (it would make its whole row NaN); masked keys may hold anything.
     """
     check_floating("scores", scores, min_dims=1)
     if mask is not None:
         check_mask(mask, tuple(scores.shape), "scores")
+    _check_allowed_scores(scores, mask)
     return masked_softmax_unchecked(scores, mask, dim)
+
+
+def _check_allowed_scores(scores: torch.Tensor, mask: torch.Tensor | None) -> None:
+    """Refuse NaN and +inf scores at allowed keys; one scan (a host sync), details on failure."""
+    bad = torch.isnan(scores) | (scores == float("inf"))
+    if mask is not None:
+        bad = bad & mask  # masked keys are filled with -inf: whatever they held is dropped
+    if not bad.any():
+        return
+    counts = {"NaN": int((bad & torch.isnan(scores)).sum())}
+    counts["+inf"] = int(bad.sum()) - counts["NaN"]
+    found = " and ".join(
+        f"{what} ({n} of {scores.numel()} entries)" for what, n in counts.items() if n
+    )
+    first = tuple(bad.nonzero()[0].tolist())
+    where = "at keys the mask allows" if mask is not None else "with no mask (every key allowed)"
+    raise ValueError(
+        f"scores contains {found} {where}, the first at index {first}: such a score makes its "
+        "whole row of weights NaN. Fix what computed the scores, or call "
+        "masked_softmax_unchecked to let the NaN propagate"
+    )
 
 
 def masked_softmax_unchecked(
     scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1
 ) -> torch.Tensor:
-    """:func:`masked_softmax` without its checks, for callers that checked the mask already."""
+    """:func:`masked_softmax` without its checks nor their scan (a host sync): NaN propagates.
+
+    For callers that checked the mask already, such as attention's forward pass in training.
+    """
     if mask is None:
         return torch.softmax(scores, dim=dim)
     filled = scores.masked_fill(~mask, float("-inf"))

@@ -17,6 +17,7 @@ from attnlib.decoder import Decoder
 from attnlib.encoder import TransformerConfig
 from attnlib.flash import flash_attention
 from attnlib.generation import EncoderDecoder, KVCache, greedy_decode
+from attnlib.masks import causal_mask, masked_softmax, masked_softmax_unchecked
 from attnlib.positions import RotaryMultiHeadAttention, apply_rotary, rotary_angles
 from attnlib.schedules import average_checkpoints, piecewise_constant
 from attnlib.scores import scaled_dot_score
@@ -167,6 +168,31 @@ def test_training_paths_scan_no_values(monkeypatch):
     for fused in (False, True):
         assert rotary.forward_prepared(x, x, x, None, fused)[0].shape == (2, 4, 16)
     assert feed_forward(x).shape == (2, 4, 16)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "mask", "message"),
+    [
+        ((1, 2, 0), NAN, causal_mask(3), r"NaN \(1 of 18 entries\) at keys the mask allows"),
+        ((0, 1, 1), INF, causal_mask(3), r"\+inf \(1 of 18 entries\) at keys the mask allows"),
+        ((0, 0, 2), NAN, None, r"NaN \(1 of 18 entries\) with no mask \(every key allowed\)"),
+    ],
+)
+def test_masked_softmax_refuses_nan_and_inf_at_allowed_keys(where, value, mask, message):
+    scores = _with(_randn(2, 3, 3), where, value)
+    first = re.escape(f"the first at index {where}: such a score makes its whole row of weights")
+    with pytest.raises(ValueError, match=rf"^scores contains {message}.*{first} NaN\. .*unchecked"):
+        masked_softmax(scores, mask)
+
+
+def test_masked_softmax_ignores_nan_at_masked_keys_and_unchecked_lets_it_propagate(monkeypatch):
+    scores, mask = _randn(2, 3, 3), causal_mask(3)
+    poisoned = _with(_with(scores, (0, 0, 2), NAN), (1, 1, 2), INF)  # both at masked keys
+    assert torch.equal(masked_softmax(poisoned, mask), masked_softmax(scores, mask))
+    monkeypatch.setattr(torch, "isnan", _no_scan)
+    monkeypatch.setattr(torch, "isfinite", _no_scan)
+    weights = masked_softmax_unchecked(_with(scores, (1, 2, 0), NAN), mask)  # no scan, no sync
+    assert weights[1, 2].isnan().all() and not weights[[0, 1], :2].isnan().any()
 
 
 @pytest.mark.parametrize(

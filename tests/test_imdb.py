@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import json
 import os
+import re
 import shutil
+import struct
 import tarfile
 import threading
 import time
@@ -203,6 +206,7 @@ def corrupt_payload(path: Path) -> None:
         (lambda p: p.write_bytes(b"NOTACACHE" + p.read_bytes()[9:]), "magic bytes"),
         (lambda p: p.write_bytes(p.read_bytes()[:8] + b"\x63" + p.read_bytes()[9:]), "format 99"),
         (lambda p: p.write_bytes(b""), "magic bytes"),
+        (lambda p: rewrite_header(p, p, source=[1]), "its header's source digests are not a JSON"),
     ],
 )
 def test_corrupt_cache_is_rebuilt_with_a_warning(small, tmp_path, damage, reason):
@@ -265,27 +269,101 @@ def other_archive(tmp_path: Path) -> Path:
     return make_archive(tmp_path / "other.tar.gz", files)
 
 
-def test_cache_of_another_archive_under_this_key_is_rebuilt(small, tmp_path):
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def rewrite_header(path: Path, target: Path, **changes) -> Path:
+    """``path``'s cache written to ``target`` with header entries changed (None: removed)."""
+    blob = path.read_bytes()
+    version, size = struct.unpack_from("<II", blob, 8)
+    header = json.loads(blob[16 : 16 + size])
+    header.update(changes)
+    encoded = json.dumps({k: v for k, v in header.items() if v is not None}).encode()
+    payload = blob[16 + size :]
+    target.write_bytes(blob[:8] + struct.pack("<II", version, len(encoded)) + encoded + payload)
+    return target
+
+
+# The fix every refusal of another source's cache ends with.
+FIX = (
+    r"To fix it, delete .*imdb-[-\w]+\.cache \(or the cache folder .*\) to rebuild it from the "
+    r"source, or point ATTNLIB_CACHE \(or cache_dir\) at another folder$"
+)
+
+
+def test_cache_of_another_archive_under_this_key_is_refused(small, tmp_path):
     expected = load_small(small, tmp_path / "reference")
-    other = load_small(other_archive(tmp_path), tmp_path / "cache")
+    load_small(other_archive(tmp_path), tmp_path / "cache")
     (other_cache,) = (tmp_path / "cache").glob("imdb-*.cache")
-    key = "archive-" + hashlib.sha256(small.read_bytes()).hexdigest()
-    other_cache.rename(tmp_path / "cache" / f"imdb-{key}.cache")
-    built_from = rf"it was built from '{other_cache.stem[5:]}', not '{key}'"
-    with pytest.warns(UserWarning, match=rf"ignoring the IMDB cache .*{key}\.cache .*{built_from}"):
-        data = load_small(small, tmp_path / "cache")
-    assert data.digest == expected.digest != other.digest
-    assert data.test.texts == expected.test.texts
+    key = sha256_of(small)
+    renamed = other_cache.rename(tmp_path / "cache" / f"imdb-archive-{key}.cache")
+    message = (
+        rf"^the IMDB cache {re.escape(str(renamed))} holds the reviews of the archive with "
+        rf"sha256 {other_cache.stem.removeprefix('imdb-archive-')}, not of "
+        rf"{re.escape(str(small))} \(the archive with sha256 {key}\): was it renamed or copied\? "
+    )
+    with pytest.raises(DatasetError, match=message + FIX):
+        load_imdb(small, cache_dir=tmp_path / "cache", progress=False, expected_counts=SMALL)
+    renamed.unlink()  # the fix the message gives
+    data = load_small(small, tmp_path / "cache")
+    assert data.digest == expected.digest and data.test.texts == expected.test.texts
 
 
-def test_another_archives_cache_renamed_to_the_known_key_is_not_used(small, tmp_path, monkeypatch):
+def test_another_archives_cache_renamed_to_the_known_key_is_refused(small, tmp_path, monkeypatch):
     load_small(other_archive(tmp_path), tmp_path)
     (other_cache,) = tmp_path.glob("imdb-*.cache")
     other_cache.rename(tmp_path / "imdb-aclImdb_v1.cache")
     monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
-    with pytest.warns(UserWarning, match=r"it was built from 'archive-[0-9a-f]{64}', not 'aclIm"):
-        with pytest.raises(DatasetError, match="could not download"):  # instead of wrong data
-            load_imdb(progress=False, expected_counts=SMALL)
+    message = (
+        r"imdb-aclImdb_v1\.cache holds the reviews of the archive with sha256 [0-9a-f]{64}, not "
+        r"of the IMDB dataset \(one of the two known IMDB archives, key 'aclImdb_v1'\): was it "
+        r"renamed or copied\? "
+    )
+    with pytest.raises(DatasetError, match=message + FIX):  # neither its reviews nor a download
+        load_imdb(progress=False, expected_counts=SMALL)
+
+
+def test_cache_of_an_archive_known_no_more_is_refused(small, tmp_path, monkeypatch):
+    """Both known archives share one key: a cache built from one that is no longer known (its
+    digest pinned no more) is refused, not returned as the reviews of the archive now known."""
+    monkeypatch.setattr(imdb, "TEXT_ARCHIVE_SHA256", sha256_of(small))
+    load_imdb(small, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
+    other = other_archive(tmp_path)
+    monkeypatch.setattr(imdb, "TEXT_ARCHIVE_SHA256", sha256_of(other))
+    message = (
+        rf"imdb-aclImdb_v1\.cache was built from an archive with sha256 {sha256_of(small)}, which "
+        rf"is not one of the two known IMDB archives \(md5 {imdb.IMDB_MD5} or sha256 "
+        rf"{sha256_of(other)}\) that {re.escape(str(other))} asks for\. "
+    )
+    with pytest.raises(DatasetError, match=message + FIX):
+        load_imdb(other, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    with pytest.raises(DatasetError, match=r"that the IMDB dataset asks for\. " + FIX):
+        load_imdb(progress=False, expected_counts=SMALL)  # a carried cache, no archive
+
+
+def test_cache_whose_key_was_rewritten_is_refused_by_its_recorded_digest(small, tmp_path):
+    load_small(other_archive(tmp_path), tmp_path)
+    (other_cache,) = tmp_path.glob("imdb-*.cache")
+    key = sha256_of(small)
+    rewrite_header(other_cache, tmp_path / f"imdb-archive-{key}.cache", key=f"archive-{key}")
+    message = (
+        rf"was built from an archive with sha256 {other_cache.stem.removeprefix('imdb-archive-')}"
+        rf", but {re.escape(str(small))} has sha256 {key}\. "
+    )
+    with pytest.raises(DatasetError, match=message + FIX):
+        load_imdb(small, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
+
+
+def test_cache_that_records_no_source_digests_still_loads(small, tmp_path):
+    first = load_small(small, tmp_path)
+    (cache_file,) = tmp_path.glob("imdb-*.cache")
+    rewrite_header(cache_file, cache_file, source=None)  # as caches written before digests were
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = load_imdb(small, cache_dir=tmp_path, progress=False, expected_counts=SMALL)
+    assert again.digest == first.digest and again.test.texts == first.test.texts
 
 
 def test_cache_dir_that_is_a_file_is_refused_by_name(small, tmp_path, monkeypatch):

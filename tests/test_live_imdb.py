@@ -35,6 +35,7 @@ from attnlib.live.imdb import (
 )
 from attnlib.tasks import imdb as task
 from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
+from tests.helpers import node_answers
 
 LIVE = Path(attnlib.live.__file__).parent
 IMDB_JS = LIVE / "imdb.js"
@@ -339,6 +340,98 @@ def test_wasm_kernel_equals_numpy_and_plain_javascript(tmp_path):
     assert answer["linear"][3] == {
         "error": "the WebAssembly kernel needs inputs divisible by 4, got 6"
     }
+
+
+# A tiny classifier made in node (weights from sin, so no file is read): each case builds one
+# from its config, with or without the kernel, and predicts its ids; answers or the error.
+TINY_HARNESS = """
+const imdb = require(process.argv[1]);
+const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+function tensorsFor(c) {
+  const t = {}, d = c.d_model, ff = c.d_ff;
+  const put = (name, count) => {
+    t[name] = { shape: [count], data: Float32Array.from({ length: count }, (_, i) =>
+      Math.sin(i + count) / 4) };
+  };
+  put("encoder.embedding.weight", c.vocab_size * d);
+  for (let l = 0; l < c.num_layers; l++) {
+    const p = "encoder.layers." + l + ".";
+    for (const n of ["norm1", "norm2"]) { put(p + n + ".weight", d); put(p + n + ".bias", d); }
+    for (const n of ["query", "key", "value", "output"]) {
+      put(p + "attention." + n + "_projection.weight", d * d);
+      put(p + "attention." + n + "_projection.bias", d);
+    }
+    put(p + "feed_forward.linear1.weight", ff * d); put(p + "feed_forward.linear1.bias", ff);
+    put(p + "feed_forward.linear2.weight", d * ff); put(p + "feed_forward.linear2.bias", d);
+  }
+  put("encoder.final_norm.weight", d); put("encoder.final_norm.bias", d);
+  put("head.weight", 2 * d); put("head.bias", 2);
+  return t;
+}
+const answers = cases.map((c) => {
+  try {
+    const wasm = c.wasm ? Buffer.from(c.wasm, "base64") : null;
+    const model = new imdb.Classifier(tensorsFor(c.config), c.config, { wasm });
+    const ids = c.typed ? Int32Array.from(c.ids) : c.ids;
+    return { backend: model.backendName, probabilities: model.predict(ids).probabilities };
+  } catch (error) {
+    return { error: { name: error.name, message: error.message } };
+  }
+});
+process.stdout.write(JSON.stringify(answers));
+"""
+TINY = {"vocab_size": 10, "max_len": 16, "d_model": 8, "num_heads": 2, "num_layers": 1}
+TINY |= {"d_ff": 16, "norm_first": True}
+
+
+def tiny_answers(cases: list[dict]) -> list[dict]:
+    """Each case ({config?, ids, wasm?, typed?}) through TINY_HARNESS in one node process."""
+    full = [{"config": TINY, "wasm": None, **case} for case in cases]
+    return node_answers(TINY_HARNESS, [IMDB_JS], full, timeout=60)
+
+
+def test_predict_refuses_ids_that_are_not_integers_naming_the_element():
+    cases = [{"ids": ids} for ids in ([2, "7"], None, [1, 2.5], {"0": 1}, "12", [1, 2])]
+    cases.append({"ids": [1, 2], "typed": True})
+    *refused, good, typed = tiny_answers(cases)
+    expected = [
+        'ids[1] = "7" (string)',
+        "null",
+        "ids[1] = 2.5 (number)",
+        "object",
+        "string",
+    ]
+    for got, given in zip(refused, expected, strict=True):
+        message = f"ids must be an array of integer token ids, got {given}"
+        assert got["error"] == {"name": "TypeError", "message": message}
+    assert good == typed and abs(sum(good["probabilities"]) - 1) < 1e-6
+
+
+def test_classifier_refuses_heads_that_do_not_divide_d_model_by_its_config_fields():
+    config = {**TINY, "d_model": 256, "num_heads": 3}
+    halves = {**TINY, "num_heads": 2.5}
+    bad, half = tiny_answers(
+        [{"config": config, "ids": [1], "wasm": wasm.linear_module_base64()}, {"config": halves}]
+    )
+    assert bad["error"]["message"] == (
+        "config.d_model (256) must be divisible by config.num_heads (3): each head reads "
+        "d_model / num_heads features"
+    )
+    assert half["error"]["message"] == "config.num_heads must be a positive integer, got 2.5"
+
+
+def test_heads_narrower_than_the_kernel_reads_run_in_javascript():
+    kernel = wasm.linear_module_base64()
+    narrow = {**TINY, "num_heads": 4}  # heads of 2 features: the kernel reads 4 at a time
+    fast, plain, narrow_with_kernel = tiny_answers(
+        [
+            {"ids": [1, 2, 3], "wasm": kernel},
+            {"ids": [1, 2, 3], "config": narrow},
+            {"ids": [1, 2, 3], "config": narrow, "wasm": kernel},
+        ]
+    )
+    assert fast["backend"] == "WebAssembly SIMD" and narrow_with_kernel["backend"] == "JavaScript"
+    assert narrow_with_kernel["probabilities"] == plain["probabilities"]
 
 
 def test_wasm_module_is_the_committed_file():

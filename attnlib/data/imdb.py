@@ -124,10 +124,11 @@ def load_imdb(
     """Load IMDB from ``source`` (archive or ``aclImdb/`` folder), ``$ATTNLIB_DATA`` or the web.
 
     The dataset is cached under the full SHA-256 of the archive (of a folder: of its files' names,
-    sizes and times; the two known archives share the key ``aclImdb_v1``). A cache holds its key
-    and review counts, checked on every load: one built from another source is rebuilt, with a
-    warning, and one whose counts differ from ``expected_counts`` (default: the real dataset's)
-    is refused. ``source=""`` is refused rather than read as the current folder.
+    sizes and times; the two known archives share the key ``aclImdb_v1``). A cache holds its key,
+    its source's digests and its review counts, checked on every load: a corrupt one is rebuilt,
+    with a warning; one built from another source (renamed, copied, or of a known archive that
+    is known no more) is refused, and so is one whose counts differ from ``expected_counts``
+    (default: the real dataset's). ``source=""`` is refused rather than read as the current folder.
     """
     counts = dict(expected_counts or IMDB_COUNTS)
     unknown = sorted(set(counts) - set(FOLDERS))
@@ -136,15 +137,15 @@ def load_imdb(
     source = _resolve_source(source)
     cache = cache_directory(cache_dir)
     if source is None:  # the canonical dataset: a cache carried here needs no archive
-        data = _cached(cache / f"imdb-{KNOWN_KEY}.cache", KNOWN_KEY, counts)
+        data = _cached(cache / f"imdb-{KNOWN_KEY}.cache", KNOWN_KEY, "the IMDB dataset", counts)
         if data is not None:
             return data
         source = cache / "aclImdb_v1.tar.gz"
         if not source.exists():
             download_imdb(cache, progress=progress)
-    key, known = _identify(source)
+    key, known, digests = _identify(source)
     cache_file = cache / f"imdb-{key}.cache"
-    data = _cached(cache_file, key, counts)
+    data = _cached(cache_file, key, str(source), counts)
     if data is None:
         data = _read_source(source, counts, progress)
         if not known:
@@ -153,13 +154,14 @@ def load_imdb(
                 "review counts are right",
                 stacklevel=2,
             )
-        _write_cache(cache_file, data, key, progress)
+        _write_cache(cache_file, data, key, progress, digests)
     return data
 
 
-def _cached(path: Path, key: str, counts: Mapping[str, int]) -> IMDB | None:
-    """The dataset cached at ``path`` for ``key``, or None; refuses one with other counts."""
-    data = _read_cache(path, key)
+def _cached(path: Path, key: str, asked: str, counts: Mapping[str, int]) -> IMDB | None:
+    """The dataset cached at ``path`` for ``key`` (``asked`` names its source), or None; refuses
+    one with other counts or from another source."""
+    data = _read_cache(path, key, asked)
     if data is not None:
         why = "; the cache was built from a source with these counts (expected_counts?)"
         _check_counts(_counts(data), counts, f"the IMDB cache {path}", why)
@@ -228,10 +230,11 @@ def _resolve_source(source: str | os.PathLike | None) -> Path | None:
     return path
 
 
-def _identify(source: Path) -> tuple[str, bool]:
-    """A cache key for ``source`` and whether it is a known archive; refuses a corrupt one."""
+def _identify(source: Path) -> tuple[str, bool, dict[str, str]]:
+    """A cache key for ``source``, whether it is a known archive, and its digests ({} for a
+    folder); refuses a corrupt known archive."""
     if source.is_dir():
-        return "folder-" + _folder_fingerprint(_dataset_root(source)), False
+        return "folder-" + _folder_fingerprint(_dataset_root(source)), False, {}
     sha256, md5 = hashlib.sha256(), hashlib.md5()
     with open(source, "rb") as stream:
         while block := stream.read(1 << 22):
@@ -239,15 +242,21 @@ def _identify(source: Path) -> tuple[str, bool]:
             md5.update(block)
     known = {"aclImdb_v1.tar.gz": ("md5", md5, IMDB_MD5)}
     known["aclImdb_v1-text.tar.gz"] = ("sha256", sha256, TEXT_ARCHIVE_SHA256)
-    if md5.hexdigest() == IMDB_MD5 or sha256.hexdigest() == TEXT_ARCHIVE_SHA256:
-        return KNOWN_KEY, True
+    digests = {"sha256": sha256.hexdigest(), "md5": md5.hexdigest()}
+    if _is_known(digests):
+        return KNOWN_KEY, True, digests
     if source.name in known:
         name, digest, expected = known[source.name]
         raise DatasetError(
             f"{source} has {name} {digest.hexdigest()}, but the known {source.name} has "
             f"{expected}: the file is corrupt or incomplete; delete it and fetch it again"
         )
-    return "archive-" + sha256.hexdigest(), False
+    return "archive-" + sha256.hexdigest(), False, digests
+
+
+def _is_known(digests: Mapping[str, str]) -> bool:
+    """Whether an archive of these digests is one of the two known ones (read at call time)."""
+    return digests.get("md5") == IMDB_MD5 or digests.get("sha256") == TEXT_ARCHIVE_SHA256
 
 
 def _dataset_root(folder: Path) -> Path:
@@ -437,7 +446,13 @@ def _decompress(piece: memoryview) -> str:
     return zstandard.ZstdDecompressor().decompress(piece).decode("utf-8")
 
 
-def _write_cache(path: Path, data: IMDB, key: str, progress: bool = False) -> None:
+def _write_cache(
+    path: Path,
+    data: IMDB,
+    key: str,
+    progress: bool = False,
+    digests: Mapping[str, str] | None = None,
+) -> None:
     """Write the dataset as one zstd-compressed file, atomically (temporary file, then rename)."""
     index, texts = _serialise({split: getattr(data, split) for split in SPLITS})
     total = sum(map(len, texts))
@@ -452,6 +467,7 @@ def _write_cache(path: Path, data: IMDB, key: str, progress: bool = False) -> No
     payload = b"".join(chunks)
     header = {
         "key": key,  # the source's: "archive-" + its full sha256, or KNOWN_KEY
+        "source": dict(digests or {}),  # the archive's sha256 and md5: which known one it was
         "counts": _counts(data),
         "digest": data.digest,
         "payload_sha256": hashlib.sha256(payload).hexdigest(),
@@ -470,25 +486,21 @@ def _write_cache(path: Path, data: IMDB, key: str, progress: bool = False) -> No
         raise
 
 
-def _read_cache(path: Path, key: str) -> IMDB | None:
-    """The dataset cached for ``key``, or None; a bad or another source's cache is ignored."""
+def _read_cache(path: Path, key: str, asked: str) -> IMDB | None:
+    """The dataset cached for ``key``, or None; a corrupt cache is ignored with a warning, one
+    built from another source than ``asked`` (a name, for the message) is refused."""
     if not path.exists():
         return None
     try:
         blob = path.read_bytes()
-        if blob[:8] != CACHE_MAGIC:
-            raise DatasetError("it does not start with the cache's magic bytes")
-        version, size = struct.unpack_from("<II", blob, 8)
-        if version != CACHE_FORMAT:
-            raise DatasetError(f"it has format {version}, this attnlib writes {CACHE_FORMAT}")
-        header = json.loads(blob[16 : 16 + size])
-        if not isinstance(header, dict):
-            raise DatasetError("its header is not a JSON object")
-        if header.get("key") != key:
-            raise DatasetError(
-                f"it was built from {header.get('key')!r}, not {key!r} (renamed or copied?)"
-            )
-        payload = memoryview(blob)[16 + size :]
+        header, start = _read_header(blob)
+    except (ValueError, KeyError, TypeError, struct.error) as error:
+        return _ignored(path, error)
+    _check_cache_source(
+        path, header, key, asked
+    )  # sound or not, another source's reviews are refused
+    try:
+        payload = memoryview(blob)[start:]
         expected = sum(header["chunks"])
         if len(payload) != expected:
             raise DatasetError(f"its payload has {len(payload):,} bytes, expected {expected:,}")
@@ -504,6 +516,64 @@ def _read_cache(path: Path, key: str) -> IMDB | None:
             raise DatasetError(f"its counts {header['counts']} do not match its reviews")
         return data
     except (ValueError, KeyError, TypeError, struct.error, zstandard.ZstdError) as error:
-        message = f"ignoring the IMDB cache {path} and rebuilding it: {error}"
-        warnings.warn(message, stacklevel=4)  # _read_cache < _cached < load_imdb < its caller
-        return None
+        return _ignored(path, error)
+
+
+def _read_header(blob: bytes) -> tuple[dict, int]:
+    """A cache's JSON header and where its payload starts; refuses a foreign or damaged one."""
+    if blob[:8] != CACHE_MAGIC:
+        raise DatasetError("it does not start with the cache's magic bytes")
+    version, size = struct.unpack_from("<II", blob, 8)
+    if version != CACHE_FORMAT:
+        raise DatasetError(f"it has format {version}, this attnlib writes {CACHE_FORMAT}")
+    header = json.loads(blob[16 : 16 + size])
+    if not isinstance(header, dict) or not isinstance(header.get("key"), str):
+        raise DatasetError("its header is not a JSON object with the source's key")
+    if not isinstance(header.get("source", {}), dict):
+        raise DatasetError("its header's source digests are not a JSON object")
+    return header, 16 + size
+
+
+def _ignored(path: Path, error: Exception) -> None:
+    """Warn that the (corrupt) cache at ``path`` is ignored and will be rebuilt; None."""
+    message = f"ignoring the IMDB cache {path} and rebuilding it: {error}"
+    warnings.warn(message, stacklevel=5)  # _ignored < _read_cache < _cached < load_imdb < caller
+
+
+def _check_cache_source(path: Path, header: Mapping, key: str, asked: str) -> None:
+    """Refuse a cache whose recorded source is not the one asked for, saying how to fix it."""
+    held, source = header["key"], header.get("source")
+    fix = (
+        f"delete {path} (or the cache folder {path.parent}) to rebuild it from the source, or "
+        f"point {CACHE_ENV} (or cache_dir) at another folder"
+    )
+    if held != key:
+        raise DatasetError(
+            f"the IMDB cache {path} holds the reviews of {_described(held)}, not of "
+            f"{asked} ({_described(key)}): was it renamed or copied? To fix it, {fix}"
+        )
+    if not source:
+        return  # a folder's key is its fingerprint; older caches recorded no digests
+    if held == KNOWN_KEY and not _is_known(source):
+        raise DatasetError(
+            f"the IMDB cache {path} was built from an archive with sha256 {source.get('sha256')}, "
+            f"which is not one of the two known IMDB archives (md5 {IMDB_MD5} or sha256 "
+            f"{TEXT_ARCHIVE_SHA256}) that {asked} asks for. To fix it, {fix}"
+        )
+    if held.startswith("archive-") and source.get("sha256") != held.removeprefix("archive-"):
+        raise DatasetError(
+            f"the IMDB cache {path} was built from an archive with sha256 "
+            f"{source.get('sha256')}, but {asked} has sha256 "
+            f"{held.removeprefix('archive-')}. To fix it, {fix}"
+        )
+
+
+def _described(key: str) -> str:
+    """A cache key in words, for messages."""
+    if key == KNOWN_KEY:
+        return f"one of the two known IMDB archives, key {KNOWN_KEY!r}"
+    if key.startswith("archive-"):
+        return f"the archive with sha256 {key.removeprefix('archive-')}"
+    if key.startswith("folder-"):
+        return f"the aclImdb/ folder with fingerprint {key.removeprefix('folder-')}"
+    return f"the source of key {key!r}"

@@ -602,10 +602,16 @@
       return tensor.data;
     };
     ["d_model", "num_heads", "num_layers", "d_ff", "vocab_size", "max_len"].forEach(function (k) {
-      if (!(config[k] >= 1)) {
-        throw new Error("config." + k + " must be a positive number, got " + config[k]);
+      if (!(Number.isInteger(config[k]) && config[k] >= 1)) {
+        throw new Error("config." + k + " must be a positive integer, got " + config[k]);
       }
     });
+    // Each head reads its own d_model / num_heads features: a remainder has no head to go to.
+    if (config.d_model % config.num_heads !== 0) {
+      throw new Error("config.d_model (" + config.d_model + ") must be divisible by " +
+                      "config.num_heads (" + config.num_heads + "): each head reads " +
+                      "d_model / num_heads features");
+    }
     if (config.activation && config.activation !== "relu") {
       throw new Error("only the relu feed-forward is implemented, got " + config.activation);
     }
@@ -615,7 +621,10 @@
     this.d = d;
     this.heads = config.num_heads;
     this.normFirst = Boolean(config.norm_first);
-    this.backend = wasmBackend(options && options.wasm);
+    // The kernel reads rows 4 numbers at a time: a head or feed-forward width that is not a
+    // multiple of 4 runs in plain JavaScript instead (slower, the same numbers).
+    var fits = (d / this.heads) % 4 === 0 && ff % 4 === 0;
+    this.backend = fits ? wasmBackend(options && options.wasm) : null;
     this.backendName = this.backend ? this.backend.name : "JavaScript";
     this.product = this.backend ? this.backend.product : function (a, rows, inner, b, cols) {
       return linear(a, rows, inner, b, new Float32Array(cols), cols);
@@ -691,8 +700,23 @@
     return { x: x, weights: attended.weights };
   };
 
+  // Refuse ids that are not an array (or typed array) of integers, naming the first bad one.
+  function checkIds(ids) {
+    if (!Array.isArray(ids) && !(ArrayBuffer.isView(ids) && !(ids instanceof DataView))) {
+      throw new TypeError("ids must be an array of integer token ids, got " + kindOf(ids));
+    }
+    for (var t = 0; t < ids.length; t++) {
+      if (!Number.isInteger(ids[t])) {
+        var shown = typeof ids[t] === "string" ? JSON.stringify(ids[t]) : String(ids[t]);
+        throw new TypeError("ids must be an array of integer token ids, got ids[" + t + "] = " +
+                            shown + " (" + kindOf(ids[t]) + ")");
+      }
+    }
+  }
+
   // ids (n,) -> {logits (classes,), probabilities (classes,), weights[layer][head] (n, n)}.
   Classifier.prototype.predict = function (ids) {
+    checkIds(ids);
     var n = ids.length;
     var d = this.d;
     if (n < 1 || n > this.config.max_len) {
@@ -702,7 +726,7 @@
     var scale = Math.fround(Math.sqrt(d));
     for (var t = 0; t < n; t++) {
       var id = ids[t];
-      if (!(id >= 0 && id < this.config.vocab_size) || id !== Math.floor(id)) {
+      if (!(id >= 0 && id < this.config.vocab_size)) {
         throw new Error("token id " + id + " is outside the vocabulary 0.." +
                         (this.config.vocab_size - 1));
       }
