@@ -108,6 +108,18 @@ def attend_unchecked(
     return dropped @ values, weights  # (..., n_queries, d_v)
 
 
+def pool_kv_heads(weight: torch.Tensor, num_kv_heads: int, head_dim: int) -> torch.Tensor:
+    """(kv_heads * head_dim, ...) -> (num_kv_heads * head_dim, ...): the mean of each group of
+    kv_heads / num_kv_heads consecutive heads' rows (Ainslie et al., 2023: GQA from multi-head)."""
+    kv_heads = weight.shape[0] // head_dim
+    if check_count("num_kv_heads", num_kv_heads) > kv_heads or kv_heads % num_kv_heads:
+        raise ValueError(
+            f"num_kv_heads={num_kv_heads} must divide the {kv_heads} key/value heads it pools"
+        )
+    grouped = weight.reshape(num_kv_heads, kv_heads // num_kv_heads, head_dim, *weight.shape[1:])
+    return grouped.mean(dim=1).reshape(num_kv_heads * head_dim, *weight.shape[1:])
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention written out: project, split heads, attend, merge, project.
 
@@ -149,6 +161,25 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         for projection in (self.query_projection, self.key_projection, self.value_projection):
             nn.init.xavier_uniform_(projection.weight)
+
+    def grouped(self, num_kv_heads: int) -> MultiHeadAttention:
+        """A copy with ``num_kv_heads`` key/value heads, each the mean of its group's heads, the
+        query and output projections unchanged: the start of the GQA paper's uptraining."""
+        copy = MultiHeadAttention(
+            self.d_model,
+            self.num_heads,
+            bias=self.query_projection.bias is not None,
+            dropout=self.dropout_p,
+            num_kv_heads=num_kv_heads,
+        )
+        state = {
+            name: pool_kv_heads(value, num_kv_heads, self.head_dim)
+            if name.startswith(("key_projection", "value_projection"))
+            else value
+            for name, value in self.state_dict().items()
+        }
+        copy.load_state_dict(state)
+        return copy.to(self.query_projection.weight).train(self.training)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""

@@ -29,7 +29,7 @@ from attnlib._checks import (
     check_matches_weights,
     check_tensor,
 )
-from attnlib.attention import MultiHeadAttention, attend_unchecked
+from attnlib.attention import MultiHeadAttention, attend_unchecked, pool_kv_heads
 from attnlib.decoder import Decoder, _check_ids
 from attnlib.encoder import Encoder, TransformerConfig
 from attnlib.masks import causal_mask
@@ -242,6 +242,29 @@ def _check_cache_inputs(decoder: object, memory: object) -> None:
     check_floating("memory", memory, min_dims=3)
     check_matches_weights("memory", memory, decoder.layers[0].norm1.weight)
     check_tensor("memory", memory, min_dims=3)  # every entry finite: the one scan
+
+
+def with_kv_heads(model: EncoderDecoder, num_kv_heads: int) -> EncoderDecoder:
+    """A copy of ``model`` whose decoder has ``num_kv_heads`` key/value heads in every attention,
+    each the mean of the heads of its group (:func:`~attnlib.attention.pool_kv_heads`): a
+    multi-head model converted to grouped-query attention, to be trained on briefly (uptraining)."""
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
+    config = dataclasses.replace(model.config, decoder_kv_heads=num_kv_heads)  # checks it
+    target = model.target_config
+    copy = EncoderDecoder(config, target.vocab_size, target.pad_id, model.tie_weights)
+    head_dim = config.d_model // config.num_heads
+    state = {
+        key: pool_kv_heads(value, num_kv_heads, head_dim) if _decoder_key_or_value(key) else value
+        for key, value in model.state_dict().items()
+    }
+    copy.load_state_dict(state)
+    return copy.to(next(model.parameters())).train(model.training)
+
+
+def _decoder_key_or_value(key: str) -> bool:
+    """Whether a state-dict key is a decoder attention's key or value projection."""
+    return key.startswith("decoder.") and (".key_projection." in key or ".value_projection." in key)
 
 
 def kv_cache_bytes(

@@ -502,3 +502,53 @@ def test_grouped_heads_errors_name_the_problem():
         ValueError, match="no grouped key/value heads.*num_kv_heads=2 < num_heads=4"
     ):
         MultiHeadAttention(16, 4, num_kv_heads=2).load_from_torch(torch_module)
+
+
+def _with_equal_heads_in_groups(mha: MultiHeadAttention, groups: int) -> MultiHeadAttention:
+    """``mha`` with every key/value head equal to the first head of its group (in place)."""
+    per_group = mha.num_kv_heads // groups
+    with torch.no_grad():
+        for projection in (mha.key_projection, mha.value_projection):
+            weight = projection.weight.view(groups, per_group, mha.head_dim, mha.d_model)
+            bias = projection.bias.view(groups, per_group, mha.head_dim)
+            weight[:] = weight[:, :1].clone()
+            bias[:] = bias[:, :1].clone()
+    return mha
+
+
+@pytest.mark.parametrize("groups", [1, 2, 4])
+@pytest.mark.parametrize("fused", [False, True])
+def test_grouped_equals_the_original_when_each_groups_heads_agree(groups, fused):
+    torch.manual_seed(0)
+    mha = _with_equal_heads_in_groups(MultiHeadAttention(32, 8, num_kv_heads=4).eval(), groups)
+    grouped = mha.grouped(groups)
+    x = _randn(3, 6, 32, seed=1)
+    mask = causal_mask(6)
+    assert grouped.num_kv_heads == groups and not grouped.training
+    assert grouped.key_projection.weight.shape == (groups * 4, 32)
+    expected, _ = mha(x, x, x, mask=mask, fused=fused)
+    actual, _ = grouped(x, x, x, mask=mask, fused=fused)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=1e-6)
+
+
+def test_grouped_heads_are_the_means_of_their_groups():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    grouped = mha.grouped(2)
+    rows = mha.value_projection.weight.view(4, 4, 16)  # (kv heads, head_dim, d_model)
+    torch.testing.assert_close(grouped.value_projection.weight[4:8], rows[2:4].mean(0))
+    torch.testing.assert_close(
+        grouped.key_projection.bias[:4], mha.key_projection.bias[:8].view(2, 4).mean(0)
+    )
+    assert torch.equal(grouped.query_projection.weight, mha.query_projection.weight)
+    assert grouped.training  # the copy keeps the original's mode
+
+
+def test_grouped_refuses_a_count_that_does_not_divide_the_kv_heads():
+    mha = MultiHeadAttention(32, 8, num_kv_heads=4)
+    with pytest.raises(ValueError, match="num_kv_heads=8 must divide the 4 key/value heads"):
+        mha.grouped(8)
+    with pytest.raises(ValueError, match="num_kv_heads=3 does not divide num_heads=8"):
+        mha.grouped(3)
+    with pytest.raises(ValueError, match="num_kv_heads must be positive, got 0"):
+        mha.grouped(0)

@@ -232,3 +232,38 @@ def test_cache_refuses_attention_it_would_bypass():
         greedy_decode(model, source, start_id=START, end_id=END, max_len=3)
     result = greedy_decode(model, source, start_id=START, end_id=None, max_len=3, use_cache=False)
     assert result.tokens.shape == (2, 3)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_with_kv_heads_pools_the_decoder_and_keeps_the_rest(trained, kv_heads):
+    from attnlib.generation import with_kv_heads
+
+    model, source, source_key_mask, _ = trained
+    grouped = with_kv_heads(model, kv_heads)
+    assert grouped.config.decoder_kv_heads == kv_heads and not grouped.training
+    assert model.config.decoder_kv_heads is None  # the original is untouched
+    layer = grouped.decoder.layers[1].cross_attention
+    assert layer.num_kv_heads == kv_heads and layer.key_projection.weight.shape == (
+        8 * kv_heads,
+        32,
+    )
+    before, after = model.state_dict(), grouped.state_dict()
+    kept = [k for k in before if not (k.startswith("decoder.") and "_projection." in k)]
+    kept += [k for k in before if "query_projection" in k or "output_projection" in k]
+    assert all(torch.equal(before[k], after[k]) for k in kept)
+    assert grouped.output.weight is grouped.decoder.embedding.weight  # still tied
+    options = {"start_id": START, "end_id": None, "max_len": 6}
+    cached = greedy_decode(grouped, source, source_key_mask, **options)
+    recomputed = greedy_decode(grouped, source, source_key_mask, use_cache=False, **options)
+    assert torch.equal(cached.tokens, recomputed.tokens)
+    assert cached.cache.layers[0].keys.shape == (16, kv_heads, 6, 8)
+
+
+def test_with_kv_heads_refuses_what_it_cannot_convert(trained):
+    from attnlib.generation import with_kv_heads
+
+    model = trained[0]
+    with pytest.raises(TypeError, match="model must be an EncoderDecoder, got Encoder"):
+        with_kv_heads(model.encoder, 1)
+    with pytest.raises(ValueError, match="decoder_kv_heads=3 does not divide num_heads=4"):
+        with_kv_heads(model, 3)
