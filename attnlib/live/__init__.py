@@ -40,11 +40,11 @@ FALLBACK = (
 @cache
 def script_source(name: str) -> str:
     """The text of one of the package's JavaScript files."""
-    others = IMDB_SCRIPTS + FLASH_SCRIPTS + ROTARY_SCRIPTS + RECIPE_SCRIPTS
-    known = SCRIPTS + tuple(n for n in others if n not in SCRIPTS)
+    folder = resources.files(__name__)
+    known = sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".js"))
     if name not in known:
-        raise ValueError(f"unknown script {name!r}; expected one of {known}")
-    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+        raise ValueError(f"unknown script {name!r}; expected one of {tuple(known)}")
+    return folder.joinpath(name).read_text(encoding="utf-8")
 
 
 @cache
