@@ -79,8 +79,10 @@ lint: $(STAMP) node_modules/.installed
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/book --ignore=tests/browser -q
 
+# --durations lists the slowest cells (and, below, browser tests): CI is kept near 30 minutes.
 notebooks: $(STAMP)
-	$(PINNED_KERNELS) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(CPU_NOTEBOOKS) -q
+	$(PINNED_KERNELS) $(BIN)/python -m pytest $(NBVAL_ARGS) -n 2 --dist loadscope $(CPU_NOTEBOOKS) -q \
+		--durations=10
 	$(if $(QUICK_NOTEBOOKS),ATTNLIB_QUICK=1 $(BIN)/python -m pytest $(NBVAL_ARGS) --nbval-lax $(QUICK_NOTEBOOKS) -q)
 
 # Strict nbval runs every cell, its asserts and its comparisons; chapter 13 lax in quick mode, as
@@ -109,7 +111,7 @@ book-check: book
 # Chromium or Chrome executable the environment variable CHROMIUM names (as in the GitHub workflow).
 CHROMIUM ?= /usr/bin/chromium
 browser: book
-	@if [ -x "$(CHROMIUM)" ]; then CHROMIUM="$(CHROMIUM)" $(BIN)/python -m pytest tests/browser -q; \
+	@if [ -x "$(CHROMIUM)" ]; then CHROMIUM="$(CHROMIUM)" $(BIN)/python -m pytest tests/browser -q --durations=15; \
 	else echo "browser tests skipped: $(CHROMIUM) not found (apt-get install -y chromium, or set CHROMIUM)"; fi
 
 test: lint unit notebooks book-check browser
