@@ -134,8 +134,9 @@ def watch(context: BrowserContext, page: Page) -> PageWatch:
         if message.type != "error":
             return
         location = message.location.get("url", "") if message.location else ""
-        # Chromium asks every site for /favicon.ico by itself; the book has none, and that
-        # request is the browser's, not the page's (it never shows up as a page request).
+        # Chromium asks a site for /favicon.ico by itself when a page names no icon (the book
+        # names book_static/favicon.svg; an older build may not); that request is the browser's,
+        # not the page's (it never shows up as a page request).
         if urlsplit(location).path == "/favicon.ico":
             return
         seen.console_errors.append(f"{message.text} (at {location or 'unknown'})")

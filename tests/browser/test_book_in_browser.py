@@ -91,6 +91,25 @@ def math_problems(page: Page, docname: str) -> list[str]:
     return problems + [f"raw TeX in the text: {text!r}" for text in raw]
 
 
+# Widgets hidden on purpose (tqdm hides its finished bars with visibility: hidden) and the height
+# they still take in the page; attnbook.css folds them away.
+HIDDEN_WIDGETS_JS = """() => Array.from(document.querySelectorAll(".cell_output .widget-subarea"))
+  .filter((area) => {
+    const root = area.querySelector(":scope > .jupyter-widgets");
+    return root && getComputedStyle(root).visibility === "hidden";
+  })
+  .map((area) => Math.round(area.getBoundingClientRect().height))"""
+
+
+def hidden_widget_problems(page: Page) -> list[str]:
+    """A line for every hidden widget that still leaves a gap in the page."""
+    return [
+        f"a hidden widget (a finished progress bar) leaves a {height} px gap"
+        for height in page.evaluate(HIDDEN_WIDGETS_JS)
+        if height > 0
+    ]
+
+
 def widget_problems(page: Page) -> list[str]:
     """A rendered widget for every saved widget view, with a size and no error view."""
     views = wait_for_widgets(page)
@@ -110,6 +129,7 @@ def test_page_renders_cleanly(
     page = watched_page.page
     open_page(watched_page, f"{book_url}{docname}.html")
     problems = widget_problems(page) + math_problems(page, docname) + image_problems(page)
+    problems += hidden_widget_problems(page)
     if docname == "notebooks/01_self_attention_by_hand":
         page.screenshot(path=str(screenshots / "book_01.png"), full_page=True)
     problems += watched_page.watch.problems()
@@ -140,3 +160,26 @@ def test_every_toc_chapter_is_linked_from_the_landing_page(
     missing = [name for name in DOCNAMES[1:] if f"{book_url}{name}.html" not in hrefs]
     assert missing == [], f"the landing page does not link to {missing}"
     watched_page.watch.assert_clean(DOCNAMES[0])
+
+
+def test_the_book_has_its_favicon(book_url: str, watched_page: WatchedPage) -> None:
+    """The page names an icon of the book's own, served by the book, that draws at 32 x 32."""
+    page = watched_page.page
+    open_page(watched_page, f"{book_url}{DOCNAMES[1]}.html")
+    href = page.evaluate("() => document.querySelector('link[rel~=\"icon\"]')?.href || ''")
+    assert href.startswith(book_url), f"no icon served by the book: {href!r}"
+    response = page.request.get(href)
+    assert response.ok and response.headers.get("content-type", "").startswith("image/svg+xml"), (
+        f"{href}: HTTP {response.status} {response.headers.get('content-type')}"
+    )
+    size = page.evaluate(
+        """(href) => new Promise((done) => {
+          const img = new Image();
+          img.onload = () => done([img.naturalWidth, img.naturalHeight]);
+          img.onerror = () => done([0, 0]);
+          img.src = href;
+        })""",
+        href,
+    )
+    assert size == [32, 32], f"the icon draws at {size}, not 32 x 32"
+    watched_page.watch.assert_clean(DOCNAMES[1])

@@ -13,6 +13,14 @@
   more fails, fewer fails too (so that the allowance comes down once a chapter's figures are
   enlarged, which takes code-cell changes and re-executed outputs).
 
+- At 1280 px the text column is at least ``MIN_COLUMN_1280`` px wide, and no program output is
+  taller than ``MAX_OUTPUT_PX``: a longer one scrolls in its own box (``attnbook.css``). Code
+  cells wider than the column are counted (``code_1280.json``), not failed.
+- At 375 px every figure's 10-pt text is at least ``LEGIBLE_PX``: a figure that would shrink
+  below that keeps its legible width in a box that scrolls sideways (``attnbook.js``).
+- On both screens, every box that scrolls (a wide equation, an explorer's table, a long output,
+  a code cell, a figure's box) says so: a fade (a CSS mask) at the edge with more behind it.
+
 Folded cells (solutions) are unfolded first, so what they hold is measured too. Every
 measurement is written to ``_build/readability/<book folder>/<check>.json``, and screenshots to
 ``_build/screenshots/readability/<book folder>/``; ``BROWSER_TEST_BOOK=<folder>`` measures
@@ -49,6 +57,10 @@ DEFAULT_FONT_PT = 10.0
 # sizes are set by code cells (figsize, panels per row, dpi); when a chapter's figures are made
 # bigger and its outputs re-executed, lower its number (the test says to what).
 SMALL_FIGURES: dict[str, int] = {}  # chapters not listed must have none
+# The text column at 1280 px (the theme's was 684 px; attnbook.css widens it to 776 px).
+MIN_COLUMN_1280 = 760
+# The tallest a program output may be: attnbook.css bounds it at 32rem (512 px) plus its padding.
+MAX_OUTPUT_PX = 540
 REPORTS = ROOT / "_build" / "readability" / HTML.name
 SHOTS = SCREENSHOTS / "readability" / HTML.name
 # Places worth a screenshot before and after a change: (page, what, CSS selector, text in it).
@@ -230,7 +242,81 @@ FIGURES_JS = """() => Array.from(document.querySelectorAll("article.bd-article .
     natural: img.naturalWidth,
     shown: Math.round(img.getBoundingClientRect().width * 10) / 10,
     zoomable: img.classList.contains("attnbook-zoomable"),
+    widget: img.closest(".widget-subarea") !== null,
   }))"""
+
+
+# Every box that scrolls (found by what it is, not by the classes attnbook.js gives it), and
+# whether a fade shows at the edges with more behind them: a mask image (attnbook.css).
+SCROLL_CUES_JS = """() => {
+  const boxes = new Set(document.querySelectorAll([
+    'article.bd-article div.math mjx-container[display="true"]',
+    "article.bd-article .attnlib-live .al-scroll",
+    "article.bd-article .cell_output > .output > .highlight > pre",
+    "article.bd-article .cell_input pre",
+  ].join(", ")));
+  document.querySelectorAll("article.bd-article .cell_output img").forEach((img) => {
+    if (!img.closest(".attnlib-live, .widget-subarea")) boxes.add(img.parentElement);
+  });
+  const scrolls = (value) => ["auto", "scroll"].includes(value);
+  return Array.from(boxes).filter((box) => box.getClientRects().length > 0).map((box) => {
+    const s = getComputedStyle(box);
+    const across = scrolls(s.overflowX) && box.scrollWidth > box.clientWidth + 1;
+    const down = scrolls(s.overflowY) && box.scrollHeight > box.clientHeight + 1;
+    const mask = s.maskImage !== "none" ? s.maskImage : s.webkitMaskImage;
+    return {
+      element: box.tagName.toLowerCase() + "." + (box.getAttribute("class") || "").split(/\\s+/)[0],
+      text: (box.textContent || box.querySelector("img")?.alt || "").trim().slice(0, 60),
+      across, down,
+      faded: Boolean(mask) && mask !== "none",
+    };
+  }).filter((box) => box.across || box.down);
+}"""
+
+# At 1280 px: the text column, program outputs taller than the bound, code cells that scroll.
+COLUMN_JS = """(maxOutput) => {
+  const article = document.querySelector("article.bd-article");
+  const s = getComputedStyle(article);
+  const outputs = Array.from(document.querySelectorAll(
+    "article.bd-article .cell_output > .output > .highlight > pre"))
+    .filter((pre) => pre.getClientRects().length > 0);
+  return {
+    column: Math.round(
+      article.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)),
+    tall_outputs: outputs.map((pre) => Math.round(pre.getBoundingClientRect().height))
+      .filter((height) => height > maxOutput),
+    longest_output: Math.max(0, ...outputs.map((pre) => Math.round(pre.scrollHeight))),
+    code_cells: document.querySelectorAll("article.bd-article .cell_input pre").length,
+    code_cells_wider: Array.from(document.querySelectorAll("article.bd-article .cell_input pre"))
+      .filter((pre) => pre.scrollWidth > pre.clientWidth + 1).length,
+  };
+}"""
+
+
+def cue_problems(page: Page) -> list[str]:
+    """A line for every box that scrolls with no fade at its edge to say so."""
+    return [
+        f"{box['element']} scrolls {'sideways' if box['across'] else 'down'} with no fade: "
+        f"{box['text']!r}"
+        for box in page.evaluate(SCROLL_CUES_JS)
+        if not box["faded"]
+    ]
+
+
+def wait_for_fitted_figures(page: Page) -> None:
+    """Wait until attnbook.js has sized every output figure for the screen (it reads their dpi);
+    the measurements that follow say what is wrong when it never does."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    try:
+        page.wait_for_function(
+            """() => Array.from(document.querySelectorAll("article.bd-article .cell_output img"))
+              .filter((img) => !img.closest(".attnlib-live, .widget-subarea"))
+              .every((img) => img.dataset.attnbookFit !== undefined)""",
+            timeout=10_000,
+        )
+    except PlaywrightTimeoutError:
+        pass
 
 
 def display_tex(docname: str) -> list[str]:
@@ -292,8 +378,10 @@ def test_fits_a_wide_screen(docname: str, book_url: str, watched_page: WatchedPa
     equations = equation_report(page, docname)
     clipped = page.evaluate(CLIPPED_INLINE_JS)
     explorers = page.evaluate(EXPLORERS_JS)
+    column = page.evaluate(COLUMN_JS, MAX_OUTPUT_PX)
     save("equations_1280", docname, equations)
     save("explorers_1280", docname, explorers)
+    save("code_1280", docname, column)
     take_screenshots(page, docname, SHOTS_1280)
     wide = [e for e in equations if e["width"] > e["column"] + 1]
     for number, e in enumerate(wide):
@@ -312,6 +400,13 @@ def test_fits_a_wide_screen(docname: str, book_url: str, watched_page: WatchedPa
         f"explorer {e['explorer']}: {e['element']} shows {e['shown']} of {e['content']} px"
         for e in explorers
     ]
+    if column["column"] < MIN_COLUMN_1280:
+        problems.append(f"the text column is {column['column']} px, under {MIN_COLUMN_1280}")
+    problems += [
+        f"a program output {height} px tall (more than {MAX_OUTPUT_PX} px)"
+        for height in column["tall_outputs"]
+    ]
+    problems += cue_problems(page)
     if problems:
         raise AssertionError(f"{docname} at 1280 px:\n" + "\n".join(problems))
 
@@ -321,11 +416,14 @@ def test_fits_a_phone(docname: str, book_url: str, phone_page: WatchedPage) -> N
     """At 375 px: the page is no wider than the screen and no inline formula is clipped."""
     page = phone_page.page
     goto(page, f"{book_url}{docname}.html")
+    wait_for_fitted_figures(page)
     overflow = page.evaluate(OVERFLOW_JS)
     clipped = page.evaluate(CLIPPED_INLINE_JS)
     equations = equation_report(page, docname)
+    figures = [f for f in figure_report(page, docname) if not f["widget"]]
     save("page_width_375", docname, {**overflow, "clipped_inline": clipped})
     save("equations_375", docname, equations)
+    save("figures_375", docname, figures)
     take_screenshots(page, docname, SHOTS_375)
     problems = []
     if overflow["document"] > PHONE["width"]:
@@ -343,6 +441,13 @@ def test_fits_a_phone(docname: str, book_url: str, phone_page: WatchedPage) -> N
         for e in equations
         if e["width"] > e["visible"] + 1 and not e["scrolls"]
     ]
+    problems += [
+        f"figure {f['src']}: 10-pt text at {f['text_px']} px (shown {f['shown']} of "
+        f"{f['natural']} px at {f['dpi']} dpi)"
+        for f in figures
+        if f["text_px"] < LEGIBLE_PX and f["scale"] < 0.99
+    ]
+    problems += cue_problems(page)
     if problems:
         raise AssertionError(f"{docname} at 375 px:\n" + "\n".join(problems))
 
