@@ -179,6 +179,8 @@ CRAFTED = [
     "ΟΔΟΣ ΟΔΟΣ ΟΔΟΣ İstanbul straße ﬁne ½ ² ① Ⅻ",
     "Emoji 😀👍🏽 and snowmen ☃☃ and 漢字かなカナ and \u200d joiners \u0301 alone",
     "tabs\tand\nnewlines\r\nand\u00a0non-breaking\u2003spaces",
+    # A spacing combining mark (Mc) is stripped; <br> with Rust's whitespace, not JavaScript's.
+    "ka\u093e and a<br\x85/>b and c<br\ufeff/>d",
     "a",
     "!",
     "   ",

@@ -90,7 +90,20 @@
   // Rust regex's \w and \s (what `tokenizers`' Whitespace pre-tokeniser uses), in Unicode.
   var WORD = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}";
   var PRE_TOKENS = new RegExp("[" + WORD + "]+|[^" + WORD + "\\p{White_Space}]+", "gu");
-  var ACCENTS = /\p{Mn}/gu;
+  // `tokenizers`' StripAccents drops every combining mark (Mn, Mc and Me), not only Mn.
+  var ACCENTS = /\p{M}/gu;
+  // Rust regex's Unicode classes, for a Replace pattern written for `tokenizers`.
+  var RUST_CLASSES = { s: "\\p{White_Space}", S: "\\P{White_Space}", d: "\\p{Nd}",
+    D: "\\P{Nd}" };
+
+  // A Rust regex pattern -> the same pattern for a JavaScript "u" RegExp: JavaScript's \s and
+  // \d are not Unicode's White_Space and Nd (U+0085 is space only to Rust, U+FEFF only to
+  // JavaScript). Escaped pairs are read left to right, so "\\s" stays a backslash and an s.
+  function fromRustRegex(pattern) {
+    return pattern.replace(/\\(.)/gu, function (pair, c) {
+      return Object.prototype.hasOwnProperty.call(RUST_CLASSES, c) ? RUST_CLASSES[c] : pair;
+    });
+  }
 
   function escapeRegExp(text) {
     return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -147,7 +160,7 @@
     this.normalizers.forEach(function (step) {
       if (step.type === "Replace") {
         var pattern = step.pattern.Regex !== undefined ?
-          new RegExp(step.pattern.Regex, "gu") :
+          new RegExp(fromRustRegex(step.pattern.Regex), "gu") :
           new RegExp(escapeRegExp(step.pattern.String), "gu");
         text = text.replace(pattern, step.content);
       } else if (step.type === "NFD") {
