@@ -454,3 +454,369 @@ def best_logit_gap(num_classes: int, epsilon: float) -> float:
     target = smoothed_target(num_classes, epsilon)
     with np.errstate(divide="ignore"):
         return float(np.log(target[0]) - np.log(target[1]))
+
+
+# --- queries, keys and values of a sentence (chapter 06) ---
+
+
+@dataclass(frozen=True)
+class SentenceAttention:
+    """One self-attention layer on a sentence, every step; rows follow the order it was given."""
+
+    inputs: np.ndarray  # (n, d_model): the token vectors in that order, positions added if asked
+    queries: np.ndarray  # (n, d_k)
+    keys: np.ndarray  # (n, d_k)
+    values: np.ndarray  # (n, d_v)
+    scores: np.ndarray  # (n queries, n keys): q_i · k_j / √d_k
+    weights: np.ndarray  # (n queries, n keys)
+    outputs: np.ndarray  # (n, d_v)
+
+
+def _order(order: np.ndarray | None, n: int) -> np.ndarray:
+    """``order`` as an index array, checked to be a permutation of 0 .. n - 1 (None: as given)."""
+    if order is None:
+        return np.arange(n)
+    order = np.asarray(order)
+    if order.shape != (n,) or sorted(order.tolist()) != list(range(n)):
+        raise ValueError(f"order must be a permutation of 0 .. {n - 1}, got {order.tolist()}")
+    return order
+
+
+def sentence_attention(
+    x: np.ndarray,
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    strengths: np.ndarray | None = None,
+    order: np.ndarray | None = None,
+    positions: bool = False,
+) -> SentenceAttention:
+    """Self-attention of the words ``x`` (n, d_model) listed in ``order`` (row j is word
+    order[j]), with column c of W_Q multiplied by ``strengths[c]`` and, if ``positions``, the
+    sinusoidal table added after the reordering (position j goes with the word standing there)."""
+    x, w_q, w_k, w_v = (np.asarray(a, dtype=np.float64) for a in (x, w_q, w_k, w_v))
+    if x.ndim != 2 or w_q.shape != w_k.shape or len({x.shape[1], w_q.shape[0], w_v.shape[0]}) > 1:
+        raise ValueError(
+            f"x {x.shape}, W_Q {w_q.shape}, W_K {w_k.shape}, W_V {w_v.shape} do not fit "
+            "(n, d_model), (d_model, d_k), (d_model, d_k), (d_model, d_v)"
+        )
+    strengths = np.ones(w_q.shape[1]) if strengths is None else np.asarray(strengths, float)
+    if strengths.shape != (w_q.shape[1],):
+        raise ValueError(f"strengths must have d_k={w_q.shape[1]} entries, got {strengths.shape}")
+    inputs = x[_order(order, x.shape[0])]
+    if positions:
+        inputs = inputs + sinusoidal_encoding(*inputs.shape)
+    queries = inputs @ (w_q * strengths)  # scaling column c of W_Q scales query dimension c
+    keys, values = inputs @ w_k, inputs @ w_v
+    outputs, weights = scaled_dot_product_attention(queries, keys, values)
+    scores = queries @ keys.T / np.sqrt(keys.shape[-1])
+    return SentenceAttention(inputs, queries, keys, values, scores, weights, outputs)
+
+
+def permutation_shift(
+    x: np.ndarray,
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    order: np.ndarray,
+    strengths: np.ndarray | None = None,
+    positions: bool = False,
+) -> tuple[float, float]:
+    """How far SA(PX) is from P SA(X), and weights(PX) from P weights(X) Pᵀ (largest entry):
+    rounding only without positions, since self-attention is permutation-equivariant."""
+    order = _order(order, np.asarray(x).shape[0])
+    before = sentence_attention(x, w_q, w_k, w_v, strengths, positions=positions)
+    after = sentence_attention(x, w_q, w_k, w_v, strengths, order, positions)
+    outputs = np.abs(after.outputs - before.outputs[order]).max()
+    weights = np.abs(after.weights - before.weights[np.ix_(order, order)]).max()
+    return float(outputs), float(weights)
+
+
+# --- the residual stream and normalisation (chapter 10) ---
+
+NORM_EPS = 1e-5  # torch's LayerNorm and BatchNorm1d default
+# The browser's stack: width d, heads, d_ff = 4d, one sequence of STACK_SEQ random tokens.
+STACK_WIDTH, STACK_HEADS, STACK_FF, STACK_SEQ = 32, 4, 128, 16
+STACK_MATRICES = ("W_Q", "W_K", "W_V", "W_O", "W_1", "W_2")
+STACK_QUANTITIES = ("stream std", "stream gradient", "cosine", "all", *STACK_MATRICES)
+_MASK32 = 0xFFFFFFFF
+
+
+def _mix32(x: np.ndarray) -> np.ndarray:
+    """A 32-bit integer hash (lowbias32) on uint64 arrays holding 32-bit values."""
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & _MASK32
+    x = x ^ (x >> 15)
+    x = (x * 0x846CA68B) & _MASK32
+    return x ^ (x >> 16)
+
+
+def hash_uniform(seed: int, stream: int, count: int) -> np.ndarray:
+    """(count,) numbers in (0, 1), a pure function of (seed, stream, index): the browser's
+    generator, so that stack.js draws the very same weights without being sent them."""
+    key = _mix32(_mix32(np.array([seed & _MASK32], np.uint64)) ^ np.uint64(stream & _MASK32))
+    bits = _mix32(key ^ _mix32(np.arange(count, dtype=np.uint64)))
+    return (bits.astype(np.float64) + 0.5) / 2.0**32
+
+
+def xavier_matrix(seed: int, stream: int, fan_in: int, fan_out: int) -> np.ndarray:
+    """(fan_in, fan_out) Xavier-uniform weights, U(±sqrt(6 / (fan_in + fan_out))); y = x @ W."""
+    bound = np.sqrt(6.0 / (fan_in + fan_out))
+    return (2 * hash_uniform(seed, stream, fan_in * fan_out) - 1).reshape(fan_in, fan_out) * bound
+
+
+def stack_weights(
+    seed: int, num_layers: int, d: int = STACK_WIDTH, d_ff: int = STACK_FF
+) -> list[dict[str, np.ndarray]]:
+    """Each block's six matrices, (in, out): block l's do not depend on the depth."""
+    shapes = {"W_Q": (d, d), "W_K": (d, d), "W_V": (d, d), "W_O": (d, d)}
+    shapes |= {"W_1": (d, d_ff), "W_2": (d_ff, d)}
+    return [
+        {
+            name: xavier_matrix(seed, 8 * layer + k, *shapes[name])
+            for k, name in enumerate(STACK_MATRICES)
+        }
+        for layer in range(num_layers)
+    ]
+
+
+def stack_input(
+    seed: int, seq: int = STACK_SEQ, d: int = STACK_WIDTH, std: float = 1.0
+) -> np.ndarray:
+    """(seq, d) input tokens, uniform with standard deviation ``std``."""
+    return (2 * hash_uniform(seed, 1_000_001, seq * d) - 1).reshape(seq, d) * np.sqrt(3.0) * std
+
+
+def stack_readout(seed: int, seq: int = STACK_SEQ, d: int = STACK_WIDTH) -> np.ndarray:
+    """(seq, d) G: the loss is sum(G * top) (a fixed random linear read-out, mean over tokens)."""
+    return (2 * hash_uniform(seed, 1_000_002, seq * d) - 1).reshape(seq, d) * np.sqrt(3.0) / seq
+
+
+def layer_norm(x: np.ndarray, eps: float = NORM_EPS) -> np.ndarray:
+    """Each row to mean 0, biased variance 1 (gain 1, bias 0): torch.nn.LayerNorm(d)."""
+    x = np.asarray(x, dtype=np.float64)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps)
+
+
+def batch_norm(x: np.ndarray, eps: float = NORM_EPS) -> np.ndarray:
+    """Each column over the batch (training-mode statistics): torch.nn.BatchNorm1d(features).
+
+    A batch of one gives zeros here; torch refuses it in training mode."""
+    x = np.asarray(x, dtype=np.float64)
+    centred = x - x.mean(axis=0, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=0, keepdims=True) + eps)
+
+
+def norm_statistics(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Means and biased standard deviations along ``axis`` (1: per row, 0: per column)."""
+    x = np.asarray(x, dtype=np.float64)
+    mean = x.mean(axis=axis)
+    return mean, np.sqrt(((x - np.expand_dims(mean, axis)) ** 2).mean(axis=axis))
+
+
+def _layer_norm_backward(grad: np.ndarray, x: np.ndarray, eps: float = NORM_EPS) -> tuple:
+    """(dL/dx, dL/dgain, dL/dbias) of :func:`layer_norm` at ``x`` (gain 1)."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    inverse = 1 / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps)
+    normed = centred * inverse
+    dx = inverse * (
+        grad - grad.mean(-1, keepdims=True) - normed * (grad * normed).mean(-1, keepdims=True)
+    )
+    return dx, (grad * normed).sum(0), grad.sum(0)
+
+
+def _attention(x: np.ndarray, w: dict[str, np.ndarray], heads: int) -> tuple[np.ndarray, dict]:
+    """Self-attention of (seq, d) with zero biases; the output and what its backward needs."""
+    q, k, v = x @ w["W_Q"], x @ w["W_K"], x @ w["W_V"]
+    seq, d = x.shape
+    dh = d // heads
+    split = lambda m: m.reshape(seq, heads, dh).transpose(1, 0, 2)  # noqa: E731
+    p = softmax(split(q) @ split(k).transpose(0, 2, 1) / np.sqrt(dh))  # (heads, seq, seq)
+    mixed = (p @ split(v)).transpose(1, 0, 2).reshape(seq, d)
+    return mixed @ w["W_O"], {"x": x, "q": q, "k": k, "v": v, "p": p, "mixed": mixed}
+
+
+def _attention_backward(grad: np.ndarray, w: dict, cache: dict, heads: int) -> tuple:
+    """dL/dx and the gradients of W_Q, W_K, W_V, W_O and their biases."""
+    x, p = cache["x"], cache["p"]
+    seq, d = x.shape
+    dh = d // heads
+    split = lambda m: m.reshape(seq, heads, dh).transpose(1, 0, 2)  # noqa: E731
+    merge = lambda m: m.transpose(1, 0, 2).reshape(seq, d)  # noqa: E731
+    grads = {"W_O": cache["mixed"].T @ grad, "b_O": grad.sum(0)}
+    d_mixed = split(grad @ w["W_O"].T)
+    d_p = d_mixed @ split(cache["v"]).transpose(0, 2, 1)
+    d_scores = p * (d_p - (d_p * p).sum(-1, keepdims=True)) / np.sqrt(dh)
+    d_q = merge(d_scores @ split(cache["k"]))
+    d_k = merge(d_scores.transpose(0, 2, 1) @ split(cache["q"]))
+    d_v = merge(p.transpose(0, 2, 1) @ d_mixed)
+    dx = np.zeros_like(x)
+    for name, dm in (("Q", d_q), ("K", d_k), ("V", d_v)):
+        grads[f"W_{name}"], grads[f"b_{name}"] = x.T @ dm, dm.sum(0)
+        dx = dx + dm @ w[f"W_{name}"].T
+    return dx, grads
+
+
+def _feed_forward(x: np.ndarray, w: dict) -> tuple[np.ndarray, dict]:
+    """max(0, x W_1) W_2 with zero biases, and what its backward needs."""
+    z = x @ w["W_1"]
+    return np.maximum(z, 0) @ w["W_2"], {"x": x, "z": z}
+
+
+def _feed_forward_backward(grad: np.ndarray, w: dict, cache: dict) -> tuple:
+    """dL/dx and the gradients of W_1, W_2 and their biases."""
+    hidden = np.maximum(cache["z"], 0)
+    d_z = (grad @ w["W_2"].T) * (cache["z"] > 0)
+    grads = {
+        "W_2": hidden.T @ grad,
+        "b_2": grad.sum(0),
+        "W_1": cache["x"].T @ d_z,
+        "b_1": d_z.sum(0),
+    }
+    return d_z @ w["W_1"].T, grads
+
+
+def _block_forward(x: np.ndarray, w: dict, norm_first: bool, heads: int) -> tuple:
+    """One block, post-LN LN(x + f(x)) or pre-LN x + f(LN(x)); the output and its caches."""
+    if norm_first:
+        attended, attention = _attention(layer_norm(x), w, heads)
+        h = x + attended
+        fed, feed = _feed_forward(layer_norm(h), w)
+        return h + fed, {"x": x, "h": h, "attention": attention, "feed": feed}
+    attended, attention = _attention(x, w, heads)
+    s1 = x + attended
+    h = layer_norm(s1)
+    fed, feed = _feed_forward(h, w)
+    return layer_norm(h + fed), {"s1": s1, "s2": h + fed, "attention": attention, "feed": feed}
+
+
+def _block_backward(grad: np.ndarray, w: dict, cache: dict, norm_first: bool, heads: int):
+    """dL/d(block input) and every parameter's gradient (LayerNorm gains and biases too)."""
+    grads = {}
+    if norm_first:
+        d_v, grads["W_1+"] = _feed_forward_backward(grad, w, cache["feed"])
+        d_h, grads["g_2"], grads["c_2"] = _layer_norm_backward(d_v, cache["h"])
+        d_h = grad + d_h
+        d_u, grads["W_Q+"] = _attention_backward(d_h, w, cache["attention"], heads)
+        d_x, grads["g_1"], grads["c_1"] = _layer_norm_backward(d_u, cache["x"])
+        d_x = d_h + d_x
+    else:
+        d_s2, grads["g_2"], grads["c_2"] = _layer_norm_backward(grad, cache["s2"])
+        d_h, grads["W_1+"] = _feed_forward_backward(d_s2, w, cache["feed"])
+        d_h = d_s2 + d_h
+        d_s1, grads["g_1"], grads["c_1"] = _layer_norm_backward(d_h, cache["s1"])
+        d_x, grads["W_Q+"] = _attention_backward(d_s1, w, cache["attention"], heads)
+        d_x = d_s1 + d_x
+    flat = {**grads.pop("W_1+"), **grads.pop("W_Q+"), **grads}
+    return d_x, flat
+
+
+def mean_cosine(h: np.ndarray) -> float:
+    """Mean cosine between two different tokens of one (seq, d) sequence."""
+    unit = h / np.linalg.norm(h, axis=-1, keepdims=True)
+    seq = h.shape[0]
+    return float(((unit @ unit.T).sum() - seq) / (seq * (seq - 1)))
+
+
+def stack_profile(
+    norm_first: bool,
+    num_layers: int,
+    seed: int = 0,
+    input_std: float = 1.0,
+    d: int = STACK_WIDTH,
+    heads: int = STACK_HEADS,
+    d_ff: int = STACK_FF,
+    seq: int = STACK_SEQ,
+) -> dict[str, np.ndarray]:
+    """One forward and backward pass through a fresh stack (Xavier, zero biases, LayerNorm
+    gain 1, a final LayerNorm for pre-LN); per block, as (num_layers,) arrays: the stream's
+    standard deviation (unbiased, as torch's std) and gradient norm after the block, the mean
+    cosine between its tokens, and the gradient norms of each matrix and of the whole block."""
+    weights = stack_weights(seed, num_layers, d, d_ff)
+    h = stack_input(seed, seq, d, input_std)
+    streams, caches = [], []
+    for w in weights:
+        h, cache = _block_forward(h, w, norm_first, heads)
+        streams.append(h)
+        caches.append(cache)
+    readout = stack_readout(seed, seq, d)
+    grad = _layer_norm_backward(readout, h)[0] if norm_first else readout
+    record: dict[str, list[float]] = {name: [] for name in STACK_QUANTITIES}
+    for w, cache, stream in zip(weights[::-1], caches[::-1], streams[::-1], strict=True):
+        record["stream gradient"].append(float(np.linalg.norm(grad)))
+        grad, grads = _block_backward(grad, w, cache, norm_first, heads)
+        for name in STACK_MATRICES:
+            record[name].append(float(np.linalg.norm(grads[name])))
+        record["all"].append(float(np.sqrt(sum((g**2).sum() for g in grads.values()))))
+        record["stream std"].append(float(stream.std(ddof=1)))
+        record["cosine"].append(mean_cosine(stream))
+    return {name: np.array(values[::-1]) for name, values in record.items()}
+
+
+def stack_loss(norm_first: bool, num_layers: int, seed: int = 0, input_std: float = 1.0) -> float:
+    """The loss sum(G * top) whose gradients :func:`stack_profile` measures."""
+    h = stack_input(seed, std=input_std)
+    for w in stack_weights(seed, num_layers):
+        h = _block_forward(h, w, norm_first, STACK_HEADS)[0]
+    top = layer_norm(h) if norm_first else h
+    return float((stack_readout(seed) * top).sum())
+
+
+# --- byte-pair encoding, merge by merge (chapter 11) ---
+
+
+@dataclass(frozen=True)
+class BpeStep:
+    """One merge applied across a whole text: its rank in the learned list, the pair, how many
+    places it joined, and every word's symbols after it."""
+
+    rank: int
+    pair: tuple[str, str]
+    places: int
+    words: tuple[tuple[str, ...], ...]
+
+
+def bpe_words(text: str, end: str = "</w>") -> list[list[str]]:
+    """The toy's pre-tokenisation: ``text.split()``, each word as its characters then ``end``
+    (:func:`attnlib.data.bpe.word_counts`), with no normalisation."""
+    return [[*word, end] for word in text.split()]
+
+
+def _join_pair(symbols: list[str], pair: tuple[str, str]) -> tuple[list[str], int]:
+    """``symbols`` with every ``pair`` joined, left to right, and how many were joined."""
+    out, places, i = [], 0, 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            places, i = places + 1, i + 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out, places
+
+
+def bpe_steps(words: list[list[str]], merges: list[tuple[str, str]]) -> list[BpeStep]:
+    """Apply learned ``merges`` to ``words`` (lists of symbols), one merge per step, across the
+    whole text: each step takes the earliest-learned merge whose pair is found in any word and
+    joins it everywhere. Word by word this is :func:`attnlib.data.bpe.apply_merges` (words are
+    independent, and a pair made by a merge was always learned after it)."""
+    rank = {tuple(pair): index for index, pair in enumerate(merges)}  # as apply_merges ranks
+    current = [list(word) for word in words]
+    steps = []
+    while True:
+        found = [
+            rank[pair]
+            for word in current
+            for pair in zip(word, word[1:], strict=False)
+            if pair in rank
+        ]
+        if not found:
+            return steps
+        best = min(found)
+        pair = tuple(merges[best])
+        places = 0
+        for index, word in enumerate(current):
+            current[index], joined = _join_pair(word, pair)
+            places += joined
+        steps.append(BpeStep(best, pair, places, tuple(map(tuple, current))))
