@@ -29,8 +29,10 @@ from attnlib.data.text import CharVocab, make_batches
 from attnlib.live.translator import (
     MAX_STEPS,
     model_spec,
+    page_models,
     reference_steps,
     reference_steps_batch,
+    spec_model,
     translator_live,
     translator_script,
     vocab_spec,
@@ -41,6 +43,12 @@ from attnlib.training import fit
 from tests.helpers import node_answers
 
 SEQ2SEQ_JS = Path(attnlib.live.__file__).with_name("seq2seq.js")
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+# The chapters whose stored outputs ship trained translators: their notebook and data.
+CHAPTERS = {
+    "04": ("04_bahdanau_attention.ipynb", DateTaskConfig()),
+    "05": ("05_luong_attention.ipynb", DateTaskConfig(n_train=4_000, n_test=1_000, epochs=2)),
+}
 FLOAT32_TOLERANCE = 1e-5
 FLOAT64_TOLERANCE = 1e-10
 N_DATES = 300
@@ -464,3 +472,65 @@ def test_the_page_json_is_what_seq2seq_js_reads() -> None:
     specs = json.loads(html_module.unescape(found.group(1)))
     assert [s["name"] for s in specs] == list(models)
     assert specs[0]["weights"] == model_spec(models["bahdanau"])["weights"]
+
+
+def test_a_page_gives_back_the_models_it_carries() -> None:
+    task = date_task()
+    models = {kind: untrained(kind, task, seed=50 + i) for i, kind in enumerate(MODEL_KINDS)}
+    models["no feeding"] = untrained("luong-dot", task, seed=60, input_feeding=False)
+    models["one direction"] = untrained("bahdanau", task, seed=61, bidirectional=False)
+    for model in models.values():
+        again = spec_model(model_spec(model), task.source_vocab, task.target_vocab)
+        for (name, a), (_, b) in zip(
+            model.state_dict().items(), again.state_dict().items(), strict=True
+        ):
+            assert torch.equal(a, b), name
+    markup = translator_live(models, task.source_vocab, task.target_vocab, "21.11.26").data
+    read, source, target = page_models(markup)
+    assert list(read) == list(models)
+    assert source.itos == task.source_vocab.itos and target.itos == task.target_vocab.itos
+    for name, model in models.items():
+        assert model_spec(read[name]) == model_spec(model), name
+    with pytest.raises(ValueError, match="no translator explorer"):
+        page_models("<div></div>")
+
+
+def stored_translator(notebook: str) -> str:
+    """The HTML of the translator explorer in a chapter's stored outputs."""
+    import nbformat
+
+    for cell in nbformat.read(NOTEBOOKS / notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            markup = output.get("data", {}).get("text/html", "")
+            if 'data-explorer="translator"' in markup:
+                return markup
+    raise AssertionError(f"{notebook} stores no translator explorer")
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_the_chapters_shipped_models_translate_as_pytorch_does(chapter: str) -> None:
+    """The trained models stored in the chapter's page, on 200 of its test dates: node and
+    PyTorch agree token for token and to 1e-5. The page carries the current scripts."""
+    notebook, config = CHAPTERS[chapter]
+    markup = stored_translator(notebook)
+    assert translator_script() in markup, (
+        f"{notebook} stores an older seq2seq.js or translator_explorer.js: re-execute it"
+    )
+    models, source_vocab, target_vocab = page_models(markup)
+    task = replace(prepare(config), source_vocab=source_vocab, target_vocab=target_vocab)
+    texts = dates(task, 200) + TYPED
+    largest = compare(models, task, texts)
+    for name, (p, w) in largest.items():
+        assert p <= FLOAT32_TOLERANCE and w <= FLOAT32_TOLERANCE, (name, p, w)
+    # Trained: they write ISO dates, and stop.
+    right = sum(
+        s.text == target
+        for s, (_, target) in zip(
+            reference_steps_batch(
+                next(iter(models.values())), texts[:200], source_vocab, target_vocab
+            ),
+            task.splits.test[:200],
+            strict=True,
+        )
+    )
+    assert right >= 100, f"the first model gets only {right} of 200 test dates right"

@@ -86,6 +86,57 @@ def model_spec(model: Seq2Seq) -> dict:
     return spec
 
 
+def spec_model(spec: Mapping, source_vocab, target_vocab) -> Seq2Seq:
+    """The :class:`~attnlib.seq2seq.Seq2Seq` that :func:`model_spec` wrote ``spec`` from, on
+    the two vocabularies (its sizes read off the tensors' shapes, its weights loaded): how the
+    models of a page are read back."""
+    from attnlib.seq2seq import build_model
+
+    shapes = dict(spec["tensors"])
+    hidden = shapes["encoder.bridge.weight"][0]
+    model = build_model(
+        spec["kind"],
+        source_vocab,
+        target_vocab,
+        embedding_dim=shapes["encoder.embedding.weight"][1],
+        hidden_size=hidden,
+        attention_size=shapes.get("decoder.score.query_projection.weight", [hidden])[0],
+        input_feeding=spec.get("input_feeding", True),
+        bidirectional="encoder.gru.weight_hh_l0_reverse" in shapes,
+    )
+    values = np.frombuffer(base64.b64decode(spec["weights"]), dtype="<f4")
+    state, offset = {}, 0
+    for name, shape in spec["tensors"]:
+        count = int(np.prod(shape, dtype=np.int64))
+        state[name] = torch.from_numpy(values[offset : offset + count].reshape(shape).copy())
+        offset += count
+    if offset != values.size:
+        raise ValueError(f"the weights hold {values.size} values, the tensors need {offset}")
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def page_models(markup: str) -> tuple[dict[str, Seq2Seq], object, object]:
+    """The models and the (source, target) vocabularies of a translator's HTML, read back."""
+    import re
+
+    from attnlib.data.text import CharVocab
+
+    found = {name: re.search(rf'data-{name}="([^"]*)"', markup) for name in ("models", "vocab")}
+    if not all(found.values()):
+        raise ValueError("no translator explorer in this HTML (data-models and data-vocab)")
+    specs = json.loads(html.unescape(found["models"].group(1)))
+    vocab = json.loads(html.unescape(found["vocab"].group(1)))
+    vocabs = []
+    for side in ("source", "target"):
+        rebuilt = CharVocab(vocab[side]["itos"][4:])
+        if rebuilt.itos != vocab[side]["itos"]:
+            raise ValueError(f"the page's {side} vocabulary is not a CharVocab's")
+        vocabs.append(rebuilt)
+    models = {spec["name"]: spec_model(spec, *vocabs) for spec in specs}
+    return models, vocabs[0], vocabs[1]
+
+
 def vocab_spec(vocab) -> dict:
     """A character vocabulary as ``seq2seq.js`` reads it: its symbols and special ids."""
     itos = getattr(vocab, "itos", None)

@@ -73,6 +73,11 @@
     return "“" + shown(symbol) + "”";
   }
 
+  // A probability in words: 3 decimals, or 2 significant digits below 0.001 (2.1e-5).
+  function probability(p) {
+    return p >= 0.001 || p === 0 ? p.toFixed(3) : p.toExponential(1);
+  }
+
   function problem(message) {
     return new Error("The explorer's data are unreadable: " + message + ".");
   }
@@ -346,7 +351,7 @@
       var words = "Step " + (t + 1) + " of " + result.steps.length + ": writes " +
         quoted(rowLabel(step.token)) + " with probability " + p[step.token].toFixed(3) +
         "; next likeliest " + others.slice(0, 2).map(function (other) {
-          return quoted(rowLabel(other)) + " " + p[other].toFixed(3);
+          return quoted(rowLabel(other)) + " " + probability(p[other]);
         }).join(", ") + ".";
       if (step.weights) {
         var order = labels.map(function (_, j) {
@@ -371,7 +376,18 @@
         stepText.textContent = "";
         return;
       }
-      picture.appendChild(stepMap(result, rows, labels, cellSize(labels.length), t));
+      var cell = cellSize(labels.length);
+      picture.appendChild(stepMap(result, rows, labels, cell, t));
+      // On a narrow screen, bring the column this step reads most into view.
+      var scroller = picture.querySelector(".tr-scroll");
+      var weights = result.steps[t].weights;
+      if (scroller && weights && scroller.scrollWidth > scroller.clientWidth) {
+        var most = 0;
+        for (var j = 1; j < weights.length; j++) {
+          most = weights[j] > weights[most] ? j : most;
+        }
+        scroller.scrollLeft = Math.max(0, (most + 0.5) * cell - scroller.clientWidth / 2);
+      }
       stepText.textContent = describeStep(t);
       rootElement.setAttribute("data-shown", JSON.stringify({ model: chosen(),
         text: text.value, step: t + 1, steps: result.steps.length }));

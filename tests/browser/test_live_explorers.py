@@ -1,15 +1,15 @@
-"""The book's kernel-free explorers (chapters 01, 02, 05, 07, 08, 09), computed in the browser.
+"""The book's kernel-free explorers (chapters 01, 02, 07, 08, 09), computed in the browser.
 
 Each explorer is a ``.attnlib-live[data-explorer=...]`` element with controls
 ``[data-control=...]`` and readout tables ``[data-readout=...]`` of 4-decimal ``<td>`` cells.
 What they show must equal ``attnlib.reference`` rounded to 4 decimals, after every move.
 The temperature control is an ``<input type=range>`` whose value x means temperature 10**x.
 
-The explorers of chapters 05 and 07-09 (alignments, heads, positions, masks) are tested twice:
-on a small page made here from ``attnlib`` (always), and on their chapter's book page (skipped
-while that page is not in ``_build/html``). Either way the oracle's inputs are read back from
-the explorer's own ``data-*`` attributes, so the chapter may choose its tokens and weights.
-Chapter 05's answers come from trained Python models, stored in the page ahead of time.
+The explorers of chapters 07-09 (heads, positions, masks) are tested twice: on a small page
+made here from ``attnlib`` (always), and on their chapter's book page (skipped while that page
+is not in ``_build/html``). Either way the oracle's inputs are read back from the explorer's own
+``data-*`` attributes, so the chapter may choose its tokens and weights. Chapters 04 and 05's
+translators, the trained models run in the page, are tested in ``test_translator_explorer.py``.
 
 On every page of the book, no control moves without what it shows changing: no ipywidgets
 control (the book has no kernel to answer it), and each live explorer's every control redraws.
@@ -26,9 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnlib import live, reference, seed_everything
-from attnlib.tasks.dates import DateTaskConfig, new_model, prepare
-from attnlib.widgets import alignment_live, parse_matrix
+from attnlib import live, reference
+from attnlib.widgets import parse_matrix
 
 from .conftest import HTML, WatchedPage, explorer_page_url
 from .helpers import (
@@ -270,32 +269,16 @@ def test_temperature_explorer_reads_typed_scores(open_explorer) -> None:
 # --- chapters 07-09: heads, positions, masks ---
 
 CHAPTER_PAGES = {
-    "alignment": "notebooks/05_luong_attention",
     "heads": "notebooks/07_multi_head_attention",
     "positions": "notebooks/08_positional_encoding",
     "masks": "notebooks/09_masking",
 }
 WHERE = ["standalone", "book"]
 STANDALONE_TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
-# Untrained models on a tiny date task answer for the standalone alignment explorer.
-TINY_DATES = DateTaskConfig(n_train=64, n_valid=16, n_test=16, epochs=1, hidden_size=16)
-DATES = {
-    "d mon yyyy": ("21 nov 2026", "2026-11-21"),
-    "dd/mm/yyyy": ("19/06/1984", "1984-06-19"),
-    "d.m.yy": ("3.2.01", None),
-}
-
-
-def alignment_snippet() -> str:
-    """Chapter 05's explorer for three untrained models (one without attention)."""
-    seed_everything(0)
-    task = prepare(TINY_DATES)
-    models = {kind: new_model(kind, task) for kind in ("luong-dot", "bahdanau", "none")}
-    return alignment_live(models, DATES, task.source_vocab, task.target_vocab).data
 
 
 def standalone_snippets() -> list[str]:
-    """The four explorers as a chapter would show them, with data made here."""
+    """The three explorers as a chapter would show them, with data made here."""
     rng = np.random.default_rng(7)
     d_model = 8
     x = rng.normal(size=(len(STANDALONE_TOKENS), d_model))
@@ -304,7 +287,6 @@ def standalone_snippets() -> list[str]:
         live.heads_live(STANDALONE_TOKENS, x, w_q, w_k, w_v, 2).data,
         live.positions_live().data,
         live.masks_live().data,
-        alignment_snippet(),
     ]
 
 
@@ -647,98 +629,13 @@ def test_explorers_fit_a_phone_and_fall_back_without_javascript(
 
 @pytest.mark.parametrize("name", list(CHAPTER_PAGES))
 def test_chapter_pages_hold_their_explorer(name: str) -> None:
-    """Once a chapter 05, 07-09 page is built, its explorer is in it (one root element; the
+    """Once a chapter 07-09 page is built, its explorer is in it (one root element; the
     inlined script may name the hook in its comments)."""
     page = HTML / f"{CHAPTER_PAGES[name]}.html"
     if not page.is_file():
         pytest.skip(f"{page} is not built yet")
     text = Path(page).read_text(encoding="utf-8")
     assert text.count(f'id="attnlib-live-{name}"') == 1, f"{page}: expected one {name} explorer"
-
-
-# chapter 05: alignments, answered ahead of time by the trained models
-
-
-def shown_weights(explorer: Explorer) -> list[list[int]]:
-    """The drawn map's weights (thousandths), row by row, read off its squares."""
-    return explorer.root.locator('[data-readout="heatmap"]').evaluate(
-        """(map) => {
-          const rows = [];
-          map.querySelectorAll("rect[data-weight]").forEach((r) => {
-            const i = Number(r.dataset.row);
-            (rows[i] = rows[i] || [])[Number(r.dataset.col)] = Number(r.dataset.weight);
-          });
-          return rows;
-        }"""
-    )
-
-
-def expect_alignment(explorer: Explorer, data: dict, e: int, m: int) -> None:
-    example, answer = data["examples"][e], data["answers"][e][m]
-    what = f"{data['models'][m]} on {example['source']!r}"
-    explorer.control("example").select_option(str(e))
-    explorer.control("model").select_option(str(m))
-    assert explorer.root.get_attribute("data-shown") == f"{e},{m}", what
-    expect_texts(readout(explorer, "source"), [example["source"]], f"{what}: input")
-    expect_texts(readout(explorer, "prediction"), [answer["prediction"]], f"{what}: output")
-    verdict = readout(explorer, "verdict").inner_text().strip()
-    if example["target"] is None:
-        assert verdict == "", f"{what}: a verdict without a target"
-    elif answer["prediction"] == example["target"]:
-        assert verdict == "✓ right", f"{what}: {verdict!r}"
-    else:
-        assert verdict == f"✗ wrong: the answer is {example['target']}", f"{what}: {verdict!r}"
-    if answer["permille"] is None:
-        assert readout(explorer, "heatmap").count() == 0, f"{what}: a map without attention"
-        assert "no attention" in explorer.root.inner_text(), what
-        return
-    assert shown_weights(explorer) == answer["permille"], f"{what}: weights"
-    heatmap = readout(explorer, "heatmap")
-    labels = [c if c != " " else "␣" for c in example["source"]]
-    across = heatmap.locator('text[data-label="input"]').all_text_contents()
-    assert across == labels, f"{what}: input characters across the top"
-    down = heatmap.locator('text[data-label="output"]').all_text_contents()
-    assert down == answer["rows"], f"{what}: output characters down the side"
-    assert heatmap.locator("[data-readout=colorbar] text").all_text_contents() == ["1", "0.5", "0"]
-
-
-@pytest.mark.parametrize("where", WHERE)
-def test_alignment_explorer_shows_every_stored_answer(open_live, where: str) -> None:
-    explorer = open_live(where, "alignment")
-    data = attribute_json(explorer, "answers")
-    start = int(explorer.root.get_attribute("data-start") or 0)
-    assert explorer.root.get_attribute("data-shown") == f"{start},0", "where it opens"
-    options = explorer.control("example").locator("option").all_inner_texts()
-    assert [o.split("  (")[0] for o in options] == [e["source"] for e in data["examples"]]
-    assert explorer.control("model").locator("option").all_inner_texts() == data["models"]
-    if where == "book":
-        assert len(data["examples"]) == 13 and len(data["models"]) == 4
-        assert data["examples"][start]["label"] == "the ordinal of month, year in words"
-    for e in range(len(data["examples"])):
-        for m in range(len(data["models"])):
-            expect_alignment(explorer, data, e, m)
-    note = readout(explorer, "python").inner_text()
-    assert "Type your own date: that needs Python" in note and "run the notebook" in note
-
-
-@pytest.mark.parametrize("where", WHERE)
-def test_alignment_explorer_reads_a_weight_and_forgets_it(open_live, where: str) -> None:
-    explorer = open_live(where, "alignment")
-    data = attribute_json(explorer, "answers")
-    hint = readout(explorer, "hover").inner_text()
-    e = int(explorer.root.get_attribute("data-start") or 0)
-    answer = data["answers"][e][0]
-    i, j = len(answer["rows"]) - 1, len(data["examples"][e]["source"]) // 2
-    square = explorer.root.locator(f'rect[data-row="{i}"][data-col="{j}"]')
-    square.hover()
-    text = readout(explorer, "hover").inner_text()
-    assert f"(step {i + 1})" in text and f"(character {j + 1})" in text, text
-    assert text.endswith(f"with weight {answer['permille'][i][j] / 1000:.3f}"), text
-    # Off the map first: a pointer left over the redrawn map would read a square of the new one.
-    readout(explorer, "hover").hover()
-    assert readout(explorer, "hover").inner_text() == text  # leaving the map keeps the reading
-    explorer.control("model").select_option("1")
-    assert readout(explorer, "hover").inner_text() == hint, "a weight of the last map stays"
 
 
 # every chapter: no control moves without what it shows changing

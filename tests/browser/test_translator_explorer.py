@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import attnlib
 from attnlib import live
-from attnlib.live.translator import reference_steps, translator_live
+from attnlib.live.translator import page_models, reference_steps, translator_live
 from attnlib.tasks.dates import DateTaskConfig, new_model, prepare
 
 from .conftest import ROOT, WatchedPage, explorer_page_url
@@ -39,6 +40,7 @@ EXAMPLE = "saturday 21 november 2026"
 EXAMPLES = ["3.2.01", "19/06/1984", "the twenty-first of november, two thousand twenty-six"]
 DATES = ["1 jan 2001", "monday, the seventeenth of february nineteen ninety-two", "3/4/99"]
 LONG = "saturday, the twenty-first of november two thousand twenty-six"
+TYPED = "21 november 2026"
 MIN_CELL = 16  # translator_explorer.js's MIN_CELL: a square never drawn smaller
 FIRST_MS, LATER_MS = 1000.0, 100.0
 PHONE = {"width": 375, "height": 800}
@@ -76,6 +78,16 @@ def translator_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     standalone_page(folder, [html.data])
     with serve_folder(folder) as url:
         yield url
+
+
+def stored_translator(notebook: Path) -> str:
+    """The HTML of the translator explorer in a chapter's stored outputs."""
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            markup = output.get("data", {}).get("text/html", "")
+            if 'data-explorer="translator"' in markup:
+                return markup
+    raise AssertionError(f"{notebook.name} stores no translator explorer")
 
 
 def control(root, name: str):
@@ -389,14 +401,20 @@ def test_book_page_translates_as_its_snapshot_says(
         context.close()
     snapshot = dict(re.findall(r"<li>([^:<]+): <code>([^<]*)</code>", stored))
     root = open_page(watched_page.page, url)
-    names = control(root, "model").locator("option").all_inner_texts() or [next(iter(snapshot))]
+    models, source_vocab, target_vocab = page_models(
+        stored_translator(CHAPTER_04 if chapter == "04" else CHAPTER_05)
+    )
+    names = list(models)
     assert list(snapshot) == names
+    assert control(root, "model").locator("option").all_inner_texts() == names
     for m, name in enumerate(names):
-        if len(names) > 1:
-            control(root, "model").select_option(str(m))
+        control(root, "model").select_option(str(m))
         assert readout(root, "translation").inner_text() == snapshot[name], name
-    type_date(root, "21 nov 2026")
-    assert re.fullmatch(r"[\d-]+", readout(root, "translation").inner_text())
+    type_date(root, TYPED)
+    for m, name in enumerate(names):
+        control(root, "model").select_option(str(m))
+        steps = reference_steps(models[name], TYPED, source_vocab, target_vocab)
+        assert readout(root, "translation").inner_text() == (steps.text or "(nothing)"), name
     watched_page.watch.assert_clean(f"chapter {chapter}'s translator", scripts_only=True)
 
 
@@ -416,14 +434,18 @@ def test_chapter_05_explorer_translates_in_jupyterlab(
     assert control(root, "model").locator("option").count() == 4
     first = float(root.get_attribute("data-first-ms"))
     assert first < FIRST_MS, f"the first translation took {first:.0f} ms in JupyterLab"
+    models, source_vocab, target_vocab = page_models(stored_translator(CHAPTER_05))
+    names = list(models)
     box = control(root, "text")
     box.fill("")
-    box.press_sequentially("21 november 2026")  # the keyboard reaches the box, not Lab
-    assert box.input_value() == "21 november 2026"
-    assert readout(root, "translation").inner_text() == "2026-11-21"
-    assert shown(root)["text"] == "21 november 2026"
-    control(root, "model").select_option("2")
-    assert re.fullmatch(r"[\d-]+", readout(root, "translation").inner_text())
+    box.press_sequentially(TYPED)  # the keyboard reaches the box, not JupyterLab's shortcuts
+    assert box.input_value() == TYPED
+    assert shown(root)["text"] == TYPED
+    for m in (0, 2):
+        control(root, "model").select_option(str(m))
+        steps = reference_steps(models[names[m]], TYPED, source_vocab, target_vocab)
+        assert readout(root, "translation").inner_text() == (steps.text or "(nothing)"), names[m]
+        assert shown(root)["steps"] == len(steps.tokens)
     control(root, "previous").click()
     assert shown(root)["step"] == shown(root)["steps"] - 1
     wait_for_idle_kernel(page)
