@@ -664,8 +664,10 @@ MOVE_JS = """(control) => {
     const { min, max, value } = control;
     control.value = Number(value) === Number(min) ? max : min;
   } else if (control.tagName === "TEXTAREA" || control.type === "text") {
-    const bumped = control.value.replace(/\\d/, (d) => String((Number(d) + 1) % 10));
-    if (bumped === control.value) return false;
+    // a digit typed one higher (a matrix's entry), else a word typed at the end (free text)
+    const bumped = /\\d/.test(control.value)
+      ? control.value.replace(/\\d/, (d) => String((Number(d) + 1) % 10))
+      : control.value + " and more";
     control.value = bumped;
   } else if (control.tagName === "BUTTON") {
     control.click();
@@ -679,6 +681,11 @@ MOVE_JS = """(control) => {
 }"""
 # Explorers whose controls wait for a download the reader asks for (tested in their own file).
 ON_REQUEST = {"imdb"}
+# Controls that matter only in a state the moves above undo, each moved with its numbers checked
+# in its own file: chapter 10's example to scale needs a scale other than 1 and two examples in
+# the batch, while moving the others sets the batch to one example and "reset" sets the scale to 1
+# (test_stack_explorer.py).
+IN_ITS_OWN_TEST = {("norms", "example")}
 
 
 def built_pages_with_explorers() -> list[str]:
@@ -741,6 +748,8 @@ def test_every_explorer_control_changes_what_it_shows(
         for c in range(n_controls):
             root = explorers().nth(r)
             controls = root.locator("[data-control]")
+            if (name, controls.nth(c).get_attribute("data-control")) in IN_ITS_OWN_TEST:
+                continue
             if moved_and_changed(root, controls.nth(c)):
                 continue
             root = explorers().nth(r)
