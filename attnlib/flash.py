@@ -151,7 +151,7 @@ class FlashForward:
     tiles_total: int  # tiles in the grid, ceil(n_queries / block) * ceil(n_keys / block)
 
 
-def _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal) -> torch.Tensor:
+def _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal, window) -> torch.Tensor:
     """A (..., bq, d) query tile's scores against a (..., bk, d) key tile, -inf where masked;
     in the tiles' dtype, which the callers have widened (see :func:`state_dtype`)."""
     scores = (q_tile @ k_tile.transpose(-1, -2)) * scale
@@ -161,12 +161,20 @@ def _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal) -> torch.Ten
         rows = torch.arange(q0, q0 + bq, device=scores.device).unsqueeze(-1) + diagonal
         below = torch.arange(k0, k0 + bk, device=scores.device) <= rows  # (bq, bk)
         allowed = below if allowed is None else allowed & below
+    if window is not None and k0 <= q0 + bq - 1 + diagonal - window:  # crosses the window's edge
+        rows = torch.arange(q0, q0 + bq, device=scores.device).unsqueeze(-1) + diagonal
+        inside = torch.arange(k0, k0 + bk, device=scores.device) > rows - window  # (bq, bk)
+        allowed = inside if allowed is None else allowed & inside
     return scores if allowed is None else scores.masked_fill(~allowed, NEG_INF)
 
 
-def _visible(q0: int, bq: int, k0: int, diagonal: int | None) -> bool:
-    """Whether any query of the tile may see any of its keys: j <= i + diagonal for some i."""
-    return diagonal is None or k0 <= q0 + bq - 1 + diagonal
+def _visible(q0: int, bq: int, k0: int, bk: int, diagonal: int | None, window: int | None) -> bool:
+    """Whether any query of the tile may see any of its keys: j <= i + diagonal for some i and,
+    with a window, j > i + diagonal - window for some i."""
+    if diagonal is None:
+        return True
+    past_the_window = window is not None and k0 + bk - 1 <= q0 + diagonal - window
+    return k0 <= q0 + bq - 1 + diagonal and not past_the_window
 
 
 def _diagonal(n_q: int, n_k: int, causal: bool) -> int | None:
@@ -175,7 +183,9 @@ def _diagonal(n_q: int, n_k: int, causal: bool) -> int | None:
     return n_k - n_q if causal else None
 
 
-def _forward(q, k, v, key_mask, causal: bool, block: int) -> FlashForward:
+def _forward(
+    q, k, v, key_mask, causal: bool, block: int, window: int | None = None
+) -> FlashForward:
     """The tiled forward on checked 4-D tensors: per query tile, fold in every key tile.
 
     Output and log-sum-exp in :func:`state_dtype`; the callers round the output to q's dtype.
@@ -195,10 +205,12 @@ def _forward(q, k, v, key_mask, causal: bool, block: int) -> FlashForward:
         running_sum = q_tile.new_zeros(*batch, bq)
         total = q_tile.new_zeros(*batch, bq, v.shape[-1])
         for k0 in range(0, n_k, block):
-            if not _visible(q0, bq, k0, diagonal):
+            if diagonal is not None and k0 > q0 + bq - 1 + diagonal:
                 break  # every tile further right is above the diagonal too
+            if not _visible(q0, bq, k0, min(block, n_k - k0), diagonal, window):
+                continue  # wholly behind the window
             k_tile, v_tile = (t[..., k0 : k0 + block, :].to(wide) for t in (k, v))
-            scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal)
+            scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal, window)
             running_max, running_sum, rescale, exps = _update(running_max, running_sum, scores)
             total = total * rescale.unsqueeze(-1) + exps @ v_tile
             computed += 1
@@ -208,7 +220,9 @@ def _forward(q, k, v, key_mask, causal: bool, block: int) -> FlashForward:
     return FlashForward(output, logsumexp, computed, tiles)
 
 
-def _backward(q, k, v, output, logsumexp, d_output, key_mask, causal: bool, block: int) -> tuple:
+def _backward(
+    q, k, v, output, logsumexp, d_output, key_mask, causal: bool, block: int, window=None
+) -> tuple:
     """FlashAttention-2's backward: each tile's weights recomputed from the log-sum-exp.
 
     As in the forward, half tiles are widened as they are read and the gradients accumulate in
@@ -225,10 +239,10 @@ def _backward(q, k, v, output, logsumexp, d_output, key_mask, causal: bool, bloc
         k_tile, v_tile = (t[..., k0 : k0 + block, :].to(wide) for t in (k, v))
         for q0 in range(0, n_q, block):
             q1 = min(q0 + block, n_q)
-            if not _visible(q0, q1 - q0, k0, diagonal):
+            if not _visible(q0, q1 - q0, k0, k_tile.shape[-2], diagonal, window):
                 continue
             q_tile, d_out_tile = (t[..., q0:q1, :].to(wide) for t in (q, d_output))
-            scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal)
+            scores = _tile_scores(q_tile, k_tile, scale, key_mask, q0, k0, diagonal, window)
             weights = torch.exp(scores - lse[..., q0:q1, None])  # (batch, heads, bq, bk)
             d_v[..., k0 : k0 + block, :] += weights.transpose(-1, -2) @ d_out_tile
             d_weights = d_out_tile @ v_tile.transpose(-1, -2)
@@ -248,10 +262,10 @@ class FlashAttentionFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, key_mask, causal, block_size):
-        result = _forward(q, k, v, key_mask, causal, block_size)
+    def forward(ctx, q, k, v, key_mask, causal, block_size, window=None):
+        result = _forward(q, k, v, key_mask, causal, block_size, window)
         ctx.save_for_backward(q, k, v, result.output, result.logsumexp, key_mask)
-        ctx.causal, ctx.block_size = causal, block_size
+        ctx.causal, ctx.block_size, ctx.window = causal, block_size, window
         return result.output.to(q.dtype)
 
     @staticmethod
@@ -259,12 +273,12 @@ class FlashAttentionFunction(torch.autograd.Function):
     def backward(ctx, d_output):
         q, k, v, output, logsumexp, key_mask = ctx.saved_tensors
         grads = _backward(
-            q, k, v, output, logsumexp, d_output, key_mask, ctx.causal, ctx.block_size
+            q, k, v, output, logsumexp, d_output, key_mask, ctx.causal, ctx.block_size, ctx.window
         )
-        return (*grads, None, None, None)
+        return (*grads, None, None, None, None)
 
 
-def _checked(queries, keys, values, key_mask, causal, block_size) -> tuple:
+def _checked(queries, keys, values, key_mask, causal, block_size, window=None) -> tuple:
     """Check the inputs once; return them 4-D, the block size, and whether heads were added."""
     named = {"queries": queries, "keys": keys, "values": values}
     for name, tensor in named.items():
@@ -286,6 +300,10 @@ def _checked(queries, keys, values, key_mask, causal, block_size) -> tuple:
         )
     check_flag("causal", causal)
     block_size = check_count("block_size", block_size)
+    if window is not None:
+        check_count("window", window)
+        if not causal:
+            raise ValueError("a window needs causal=True: the tiles keep the last window keys")
     if key_mask is not None:
         check_key_mask(key_mask, queries.shape[0], keys.shape[-2])
     added = queries.dim() == 3
@@ -301,6 +319,7 @@ def flash_attention(
     key_mask: torch.Tensor | None = None,
     causal: bool = False,
     block_size: int = 64,
+    window: int | None = None,
 ) -> torch.Tensor:
     """softmax(Q Kᵀ / √d) V tile by tile: (batch, heads, n_queries, d_v), or 3-D for 3-D inputs.
 
@@ -309,11 +328,15 @@ def flash_attention(
     right, as :func:`attnlib.masks.causal_mask`: query i stands at position
     i + n_keys - n_queries and sees the keys up to it, so one new query after a cache of keys
     sees them all (and with more queries than keys, the first ones see none). For
-    n_queries == n_keys this is SDPA's ``is_causal=True``. The backward pass recomputes each
-    tile's weights from the saved log-sum-exp of every row.
+    n_queries == n_keys this is SDPA's ``is_causal=True``. A causal ``window`` keeps each query
+    to its last ``window`` keys, itself included (:func:`attnlib.masks.sliding_window_mask`),
+    and skips the tiles wholly behind it. The backward pass recomputes each tile's weights from
+    the saved log-sum-exp of every row.
     """
-    q, k, v, block_size, added = _checked(queries, keys, values, key_mask, causal, block_size)
-    output = FlashAttentionFunction.apply(q, k, v, key_mask, causal, block_size)
+    q, k, v, block_size, added = _checked(
+        queries, keys, values, key_mask, causal, block_size, window
+    )
+    output = FlashAttentionFunction.apply(q, k, v, key_mask, causal, block_size, window)
     return output.squeeze(1) if added else output
 
 
@@ -325,12 +348,15 @@ def flash_forward(
     key_mask: torch.Tensor | None = None,
     causal: bool = False,
     block_size: int = 64,
+    window: int | None = None,
 ) -> FlashForward:
     """:func:`flash_attention`'s forward pass alone (no gradients), with its log-sum-exp and
     tile counts; output and log-sum-exp lose the heads axis for 3-D inputs.
     """
-    q, k, v, block_size, added = _checked(queries, keys, values, key_mask, causal, block_size)
-    result = _forward(q, k, v, key_mask, causal, block_size)
+    q, k, v, block_size, added = _checked(
+        queries, keys, values, key_mask, causal, block_size, window
+    )
+    result = _forward(q, k, v, key_mask, causal, block_size, window)
     result = replace(result, output=result.output.to(q.dtype))
     if added:
         return replace(result, output=result.output.squeeze(1), logsumexp=result.logsumexp[:, 0])

@@ -16,7 +16,7 @@ from attnlib.flash import (
     online_softmax_steps,
     peak_allocated_bytes,
 )
-from attnlib.masks import causal_mask
+from attnlib.masks import causal_mask, sliding_window_mask
 
 NEG_INF = float("-inf")
 MASK_KINDS = ["none", "padding", "causal", "both"]
@@ -386,3 +386,46 @@ def test_half_flash_forward_keeps_the_logsumexp_in_float32():
     assert result.output.dtype == torch.float16 and result.logsumexp.dtype == torch.float32
     assert result.output.tolist() == q.tolist()  # equal keys: the average of equal values
     assert result.logsumexp.flatten().tolist() == pytest.approx([80_000 + math.log(3)] * 3)
+
+
+# --- sliding windows ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(37, 37), (20, 50), (1, 40)])
+@pytest.mark.parametrize("window", [1, 5, 16, 40])
+def test_flash_window_equals_attend_with_sliding_window_mask_and_its_gradients(n_q, n_k, window):
+    q, k, v = _qkv(2, 2, n_q, n_k, seed=11, grad=True)
+    key_mask = _key_mask(2, n_k)
+    full = sliding_window_mask(n_q, window, n_k)[None, None] & key_mask[:, None, None, :]
+    d_out = _randn(2, 2, n_q, 6, seed=12)
+    ours = flash_attention(q, k, v, key_mask, causal=True, block_size=16, window=window)
+    naive = attend(q, k, v, full)[0]
+    torch.testing.assert_close(ours, naive, rtol=0, atol=1e-5)
+    for mine, theirs in zip(
+        torch.autograd.grad(ours, (q, k, v), d_out),
+        torch.autograd.grad(naive, (q, k, v), d_out),
+        strict=True,
+    ):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("n, window, computed"),
+    [
+        (64, 64, 10),  # the whole causal triangle: 4 + 3 + 2 + 1 tiles
+        (64, 16, 7),  # the diagonal tiles and the one to the left of each but the first
+        (64, 1, 4),  # the diagonal alone
+    ],
+)
+def test_a_window_skips_the_tiles_wholly_behind_it(n, window, computed):
+    q, k, v = _qkv(1, 1, n, n, d=4, d_v=4, seed=13)
+    result = flash_forward(q, k, v, causal=True, block_size=16, window=window)
+    assert (result.tiles_computed, result.tiles_total) == (computed, 16)
+
+
+def test_flash_window_needs_causal_order_and_a_positive_width():
+    q, k, v = _qkv(1, 1, 8, 8, seed=14)
+    with pytest.raises(ValueError, match="a window needs causal=True"):
+        flash_attention(q, k, v, window=3)
+    with pytest.raises(ValueError, match="window must be positive, got 0"):
+        flash_attention(q, k, v, causal=True, window=0)
