@@ -5,9 +5,19 @@ Shapes: queries ``(..., n_queries, d_k)``, keys ``(..., n_keys, d_k)``, values
 
 Inputs are checked once, at the public entry (``attend``, ``MultiHeadAttention.forward``); the
 kernels behind them (``attend_unchecked``, ``forward_prepared``) trust their callers.
+
+:meth:`MultiHeadAttention.forward_prepared` is the one attention body of the library: it
+projects, rotates (rotary positions), updates a KV cache, and calls one of three
+implementations of the same function, named in :data:`IMPLEMENTATIONS`: ``"eager"``, the
+from-scratch path of chapters 06-07 (the only one that returns the weights); ``"sdpa"``,
+torch's fused ``scaled_dot_product_attention``; ``"flash"``, chapter 15's tiles. Causal
+order and sliding windows pass as structure, not as a mask tensor, wherever the
+implementation takes them so.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -23,11 +33,32 @@ from attnlib._checks import (
     check_same_dtype,
     check_tensor,
 )
-from attnlib.masks import masked_softmax_unchecked, prepare_attention_mask
+from attnlib.flash import FlashAttentionFunction
+from attnlib.kv_cache import LayerKV
+from attnlib.masks import masked_softmax_unchecked, prepare_attention_mask, structure_mask
+from attnlib.positions import apply_rotary_unchecked, rotary_frequencies
 from attnlib.scores import Score, ScoreFunction, resolve_score, scaled_dot_product
 
 # enable_gqa arrived in torch 2.5; before it, the fused path repeats key/value heads itself.
 SDPA_HAS_GQA = torch.__version__ >= (2, 5)
+IMPLEMENTATIONS = ("eager", "sdpa", "flash")
+FLASH_BLOCK = 64  # chapter 15's tile: (64, 64) scores at a time
+
+
+def check_implementation(implementation: object) -> str:
+    """Refuse a name that is not one of :data:`IMPLEMENTATIONS`; return it."""
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(
+            f"unknown attention implementation {implementation!r}; choose one of "
+            f"{', '.join(map(repr, IMPLEMENTATIONS))}"
+        )
+    return implementation
+
+
+def implementation_for(fused: bool, need_weights: bool = False) -> str:
+    """The implementation a ``fused`` switch picks: "sdpa", or "eager" when weights are wanted
+    (only the from-scratch path forms them)."""
+    return "sdpa" if fused and not need_weights else "eager"
 
 
 def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> tuple:
@@ -127,7 +158,10 @@ class MultiHeadAttention(nn.Module):
     per-head weights ``(batch, heads, n_queries, n_keys)``, or ``None`` on the fused path,
     which calls ``torch.nn.functional.scaled_dot_product_attention`` and never forms them.
     ``num_kv_heads`` < ``num_heads`` is grouped-query attention (1: multi-query): each group of
-    ``num_heads // num_kv_heads`` query heads shares one key/value head.
+    ``num_heads // num_kv_heads`` query heads shares one key/value head. With ``rotary_base``
+    the queries and keys of each head are rotated by their positions after the projections
+    (rotary positions, :mod:`attnlib.positions`): keys stand at 0 .. n_keys - 1 after what a
+    cache holds, and the queries at the last of them, so it is meant for self-attention.
     """
 
     def __init__(
@@ -137,6 +171,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
     ):
         super().__init__()
         d_model, num_heads = check_count("d_model", d_model), check_count("num_heads", num_heads)
@@ -153,6 +188,10 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, kv_heads
         self.head_dim = d_model // num_heads
         self.dropout_p = dropout
+        if rotary_base is not None:
+            rotary_frequencies(self.head_dim, rotary_base)  # checks: an even head_dim, base > 0
+            rotary_base = float(rotary_base)
+        self.rotary_base = rotary_base
         kv_features = kv_heads * self.head_dim  # d_model unless heads are grouped
         self.query_projection = nn.Linear(d_model, d_model, bias=bias)
         self.key_projection = nn.Linear(d_model, kv_features, bias=bias)
@@ -165,20 +204,35 @@ class MultiHeadAttention(nn.Module):
     def grouped(self, num_kv_heads: int) -> MultiHeadAttention:
         """A copy with ``num_kv_heads`` key/value heads, each the mean of its group's heads, the
         query and output projections unchanged: the start of the GQA paper's uptraining."""
-        copy = MultiHeadAttention(
-            self.d_model,
-            self.num_heads,
-            bias=self.query_projection.bias is not None,
-            dropout=self.dropout_p,
-            num_kv_heads=num_kv_heads,
-        )
-        state = {
-            name: pool_kv_heads(value, num_kv_heads, self.head_dim)
-            if name.startswith(("key_projection", "value_projection"))
-            else value
-            for name, value in self.state_dict().items()
+
+        def pooled() -> dict[str, torch.Tensor]:
+            return {
+                name: pool_kv_heads(value, num_kv_heads, self.head_dim)
+                if name.startswith(("key_projection", "value_projection"))
+                else value
+                for name, value in self.state_dict().items()
+            }
+
+        return self._copy(pooled, num_kv_heads=num_kv_heads)
+
+    def rotary(self, base: float = 10000.0) -> MultiHeadAttention:
+        """A copy whose queries and keys are rotated by their positions (rotary positions), with
+        the same sizes, dropout and weights: how a model trades its position table for RoPE."""
+        return self._copy(self.state_dict, rotary_base=base)
+
+    def _copy(
+        self, state: Callable[[], dict[str, torch.Tensor]], **changes: object
+    ) -> MultiHeadAttention:
+        """A module of this one's options but ``changes`` (checked first), holding ``state()``,
+        on this one's device and dtype and in its mode."""
+        options = {
+            "bias": self.query_projection.bias is not None,
+            "dropout": self.dropout_p,
+            "num_kv_heads": self.num_kv_heads,
+            "rotary_base": self.rotary_base,
         }
-        copy.load_state_dict(state)
+        copy = MultiHeadAttention(self.d_model, self.num_heads, **(options | changes))
+        copy.load_state_dict(state())
         return copy.to(self.query_projection.weight).train(self.training)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -211,6 +265,7 @@ class MultiHeadAttention(nn.Module):
         fused: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend (batch, n_queries, d_model) over (batch, n_keys, d_model); no key: self-attention.
+        ``fused`` picks torch's SDPA ("sdpa"), which forms no weights, over "eager".
 
         Both masks are boolean and True means "may attend"; both paths accept the same ones.
 
@@ -227,8 +282,14 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         check_flag("fused", fused)
         self._check_inputs(query, key, value)
+        if self.rotary_base is not None and query.shape[1] > key.shape[1]:
+            raise ValueError(
+                f"rotary attention places the queries at the last of the key positions 0 .. "
+                f"n_keys - 1, so it needs n_queries <= n_keys: got query of {query.shape[1]} "
+                f"positions and key of {key.shape[1]}"
+            )
         mask4d = self.prepare_mask(mask, key_mask, query.shape[0], query.shape[1], key.shape[1])
-        return self.forward_prepared(query, key, value, mask4d, fused)
+        return self.forward_prepared(query, key, value, mask4d, implementation_for(fused))
 
     def prepare_mask(
         self,
@@ -251,27 +312,85 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         mask4d: torch.Tensor | None,
-        fused: bool = False,
+        implementation: str = "eager",
+        *,
+        causal: bool = False,
+        window: int | None = None,
+        cache: LayerKV | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`forward` without checks, ``mask4d`` from :meth:`prepare_mask`: output
-        (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) or None if fused.
+        (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) from "eager",
+        else None.
+
+        ``causal`` and ``window`` are structure: query i stands at key position
+        i + n_keys - n_queries (the last positions, after a cache) and sees, causally, the keys
+        up to it, or within ``window`` of it (:func:`attnlib.masks.sliding_window_mask`).
+        ``cache`` (:class:`attnlib.kv_cache.LayerKV`) holds the keys and values of earlier
+        positions: the new ones join it, or, for a fixed cache (an encoder's memory), it holds
+        them all and ``key`` and ``value`` go unused.
         """
         queries = self.split_heads(self.query_projection(query))  # (batch, heads, n_q, head_dim)
-        keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_keys, hd)
-        values = self.split_kv_heads(self.value_projection(value))  # (batch, kv_heads, n_k, hd)
-        if fused:
-            heads, weights = self._fused_attention(queries, keys, values, mask4d), None
+        if cache is not None and cache.fixed:
+            keys, values = cache.keys, cache.values  # projected once, when the cache was made
         else:
-            keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
-            heads, weights = attend_unchecked(queries, keys, values, mask4d, dropout=self.dropout)
+            keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_k, hd)
+            values = self.split_kv_heads(self.value_projection(value))  # (batch, kv_heads, n_k, hd)
+            if self.rotary_base is not None:
+                start = 0 if cache is None else cache.seen
+                queries, keys = self.rotate(queries, keys, start)
+            if cache is not None:
+                keys, values = cache.update(keys, values)  # (batch, kv_heads, kept + n_k, hd)
+        heads, weights = self.attend_heads(
+            queries, keys, values, mask4d, implementation, causal, window
+        )
         return self.output_projection(self.merge_heads(heads)), weights  # (batch, n_q, d_model)
 
-    def _fused_attention(
+    def rotate(
+        self, queries: torch.Tensor, keys: torch.Tensor, start: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotate keys (batch, kv_heads, n_k, hd) by positions start .. start + n_k - 1 and
+        queries (batch, heads, n_q, hd) by the last n_q of them: the same shapes."""
+        n_queries, n_keys = queries.shape[2], keys.shape[2]
+        positions = torch.arange(start, start + n_keys, device=keys.device)
+        queries = apply_rotary_unchecked(queries, positions[n_keys - n_queries :], self.rotary_base)
+        return queries, apply_rotary_unchecked(keys, positions, self.rotary_base)
+
+    def attend_heads(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask4d: torch.Tensor | None,
+        implementation: str,
+        causal: bool = False,
+        window: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Queries (batch, heads, n_q, hd), keys and values (batch, kv_heads, n_k, hd) -> heads
+        (batch, heads, n_q, hd), weights (batch, heads, n_q, n_k) or None; a query with no
+        allowed key gets a zero output in every implementation."""
+        if implementation == "flash":
+            return self._flash_heads(queries, keys, values, mask4d, causal, window), None
+        n_queries, n_keys = queries.shape[2], keys.shape[2]
+        structure = structure_mask(n_queries, n_keys, causal, window, queries.device)
+        if implementation == "sdpa":
+            # SDPA takes plain causal order as a flag; a window needs a mask tensor.
+            as_flag = causal and window is None and mask4d is None and n_queries == n_keys
+            if as_flag:
+                return self._sdpa_heads(queries, keys, values, None, is_causal=True), None
+            mask = _and(mask4d, structure)
+            return self._sdpa_heads(queries, keys, values, mask), None
+        keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
+        return attend_unchecked(
+            queries, keys, values, _and(mask4d, structure), dropout=self.dropout
+        )
+
+    def _sdpa_heads(
         self,
         queries: torch.Tensor,
         keys: torch.Tensor,
         values: torch.Tensor,
         mask: torch.Tensor | None,
+        is_causal: bool = False,
     ) -> torch.Tensor:
         """SDPA: queries (batch, heads, n_q, hd), keys and values (batch, kv_heads, n_k, hd)."""
         dropout_p = self.dropout_p if self.training else 0.0
@@ -280,7 +399,13 @@ class MultiHeadAttention(nn.Module):
         # With enable_gqa, SDPA shares each key/value head among its group without copying it.
         grouped = {"enable_gqa": True} if keys.shape[1] != queries.shape[1] else {}
         heads = F.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=mask, dropout_p=dropout_p, **grouped
+            queries,
+            keys,
+            values,
+            attn_mask=mask,
+            dropout_p=dropout_p,
+            is_causal=is_causal,
+            **grouped,
         )
         if mask is not None:
             # Backends differ on rows with no allowed key (NaN or a uniform average); the
@@ -288,6 +413,37 @@ class MultiHeadAttention(nn.Module):
             row_has_key = mask.any(dim=-1, keepdim=True)
             heads = torch.where(row_has_key, heads, torch.zeros_like(heads))
         return heads
+
+    def _flash_heads(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask4d: torch.Tensor | None,
+        causal: bool,
+        window: int | None,
+    ) -> torch.Tensor:
+        """Chapter 15's tiles: padding as a key mask, causal order and a window as structure."""
+        if self.training and self.dropout_p > 0:
+            raise ValueError(
+                f"the flash implementation has no dropout, but this attention has "
+                f"dropout={self.dropout_p} and is training: use 'sdpa' or 'eager', or eval()"
+            )
+        if window is not None and not causal:
+            raise ValueError("the flash implementation takes a window with causal order only")
+        key_mask = None
+        if mask4d is not None:
+            if mask4d.shape[1] != 1 or mask4d.shape[2] != 1:
+                raise ValueError(
+                    f"the flash implementation takes padding, a (batch, 1, 1, n_keys) mask, and "
+                    f"causal order and windows as structure; got a mask of shape "
+                    f"{tuple(mask4d.shape)}: use 'sdpa' or 'eager' for a general mask"
+                )
+            key_mask = mask4d[:, 0, 0, :].expand(queries.shape[0], keys.shape[2])
+        keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
+        return FlashAttentionFunction.apply(
+            queries, keys, values, key_mask, causal, FLASH_BLOCK, window
+        )
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
         seen: list[torch.Tensor] = []
@@ -352,3 +508,10 @@ class MultiHeadAttention(nn.Module):
         if self.output_projection.bias is not None and reference.out_proj.bias is not None:
             self.output_projection.bias.copy_(reference.out_proj.bias)
         return self
+
+
+def _and(mask4d: torch.Tensor | None, structure: torch.Tensor | None) -> torch.Tensor | None:
+    """A 4-D mask AND a (n_queries, n_keys) structure mask; either may be None."""
+    if structure is None:
+        return mask4d
+    return structure[None, None] if mask4d is None else mask4d & structure

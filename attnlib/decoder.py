@@ -4,14 +4,11 @@ Batch first: target ids ``(batch, tgt)``, the encoder's output (the "memory") ``
 d_model)``; self-attention weights ``(batch, heads, tgt, tgt)``, cross-attention weights
 ``(batch, heads, tgt, src)``. Masks are boolean, True = may attend; a ``key_mask`` is True at
 real tokens. The stack builds its masks once (target: padding AND causal; memory: source
-padding) and its layers trust them. The encoder–decoder model, greedy decoding and the KV
-cache are in :mod:`attnlib.generation`; a layer takes that module's ``LayerCache``.
+padding) and its layers trust them. The encoder–decoder model and greedy decoding are in
+:mod:`attnlib.generation`; the KV cache, which a layer takes, is in :mod:`attnlib.kv_cache`.
 """
 
 from __future__ import annotations
-
-import math
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -28,18 +25,23 @@ from attnlib._checks import (
 )
 from attnlib.attention import MultiHeadAttention
 from attnlib.encoder import TransformerConfig
-from attnlib.masks import causal_mask
-from attnlib.transformer import FeedForward, LearnedPositions, SinusoidalPositions, xavier_init_
-
-if TYPE_CHECKING:
-    from attnlib.generation import KVCache, LayerCache
+from attnlib.kv_cache import KVCache, LayerKV
+from attnlib.masks import causal_mask, sliding_window_mask
+from attnlib.transformer import (
+    ChoosesAttention,
+    FeedForward,
+    embed_tokens,
+    position_table,
+    rotary_base_of,
+    xavier_init_,
+)
 
 MaybeTensor = torch.Tensor | None
 # torch keeps the function itself, not its name; any other callable is named in the error.
 _ACTIVATION_NAMES = {F.relu: "relu", F.gelu: "gelu"}
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(ChoosesAttention, nn.Module):
     """Masked self-attention, cross-attention over the memory, feed-forward; each sublayer with
     a residual and a LayerNorm: post-LN x = LN(x + f(x)), or pre-LN x = x + f(LN(x)) with
     ``norm_first``. ``fused`` picks torch's fused attention; asking for weights takes the
@@ -58,17 +60,22 @@ class DecoderLayer(nn.Module):
         fused: bool = True,
         layer_norm_eps: float = 1e-5,
         num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
+        window: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
         self.norm_first = check_flag("norm_first", norm_first)
-        self.fused = check_flag("fused", fused)
+        self.fused = fused
         self.dropout_p = check_probability("dropout", dropout)
         if not check_number("layer_norm_eps", layer_norm_eps) > 0:
             raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps}")
+        self.window = window  # the self-attention's; its mask comes from the stack, or the cache
         self.self_attention, self.cross_attention = (
-            MultiHeadAttention(d_model, num_heads, dropout=dropout, num_kv_heads=num_kv_heads)
-            for _ in range(2)
+            MultiHeadAttention(
+                d_model, num_heads, dropout=dropout, num_kv_heads=num_kv_heads, rotary_base=rotary
+            )
+            for rotary in (rotary_base, None)  # the memory's positions are not the target's
         )
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1, self.norm2, self.norm3 = (
@@ -83,11 +90,12 @@ class DecoderLayer(nn.Module):
         self_mask4d: torch.Tensor | None = None,
         memory_mask4d: torch.Tensor | None = None,
         need_weights: bool = False,
-        cache: LayerCache | None = None,
+        cache: tuple[LayerKV, LayerKV] | None = None,
     ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
         """x (batch, tgt, d), memory (batch, src, d) -> x, self weights (batch, heads, tgt,
-        tgt), cross weights (batch, heads, tgt, src), or Nones; unchecked. With ``cache`` the
-        new positions attend to the cached ones, and ``memory`` and ``self_mask4d`` go unused.
+        tgt), cross weights (batch, heads, tgt, src), or Nones; unchecked. With ``cache``, this
+        layer's self-attention and memory caches, the new positions attend to the cached ones,
+        and ``memory`` and ``self_mask4d`` go unused.
         """
         # The one place where the two orders differ.
         if self.norm_first:
@@ -142,14 +150,22 @@ class DecoderLayer(nn.Module):
         return self(x, memory, self_mask4d, memory_mask4d, need_weights)
 
     def _sa_block(
-        self, x: torch.Tensor, mask4d: MaybeTensor, need_weights: bool, cache: LayerCache | None
+        self,
+        x: torch.Tensor,
+        mask4d: MaybeTensor,
+        need_weights: bool,
+        cache: tuple[LayerKV, LayerKV] | None,
     ) -> tuple[torch.Tensor, MaybeTensor]:
         """Masked self-attention, then dropout: (batch, tgt, d_model) -> same, weights or None."""
-        fused = self.fused and not need_weights
+        implementation = self.implementation_for_call(need_weights)
         if cache is None:
-            attended, weights = self.self_attention.forward_prepared(x, x, x, mask4d, fused)
-        else:
-            attended, weights = cache.self_attend(self.self_attention, x, fused)
+            attended, weights = self.self_attention.forward_prepared(
+                x, x, x, mask4d, implementation
+            )
+        else:  # the new positions are the last ones; causal order keeps a block from its future
+            attended, weights = self.self_attention.forward_prepared(
+                x, x, x, None, implementation, causal=True, window=self.window, cache=cache[0]
+            )
         return self.dropout1(attended), weights
 
     def _ca_block(
@@ -158,16 +174,17 @@ class DecoderLayer(nn.Module):
         memory: torch.Tensor | None,
         mask4d: MaybeTensor,
         need_weights: bool,
-        cache: LayerCache | None,
+        cache: tuple[LayerKV, LayerKV] | None,
     ) -> tuple[torch.Tensor, MaybeTensor]:
         """Queries from x, keys and values from memory, then dropout: (batch, tgt, d_model)."""
-        fused = self.fused and not need_weights
-        if cache is None:
-            attended, weights = self.cross_attention.forward_prepared(
-                x, memory, memory, mask4d, fused
-            )
-        else:
-            attended, weights = cache.cross_attend(self.cross_attention, x, mask4d, fused)
+        attended, weights = self.cross_attention.forward_prepared(
+            x,
+            memory,
+            memory,
+            mask4d,
+            self.implementation_for_call(need_weights),
+            cache=None if cache is None else cache[1],
+        )
         return self.dropout2(attended), weights
 
     def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
@@ -224,16 +241,20 @@ class Decoder(nn.Module):
         self.config = c = config
         d = c.d_model
         self.embedding = nn.Embedding(c.vocab_size, d, padding_idx=c.pad_id)
-        positions = SinusoidalPositions if c.positions == "sinusoidal" else LearnedPositions
-        self.positions = positions(d, c.max_len)
+        self.positions = position_table(c.positions, d, c.max_len)
         self.dropout = nn.Dropout(c.dropout)
         layer_options = (c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation, c.fused)
         self.layers = nn.ModuleList(
-            DecoderLayer(d, *layer_options, num_kv_heads=c.decoder_kv_heads)
+            DecoderLayer(
+                d,
+                *layer_options,
+                num_kv_heads=c.decoder_kv_heads,
+                rotary_base=rotary_base_of(c.positions),
+                window=c.window,
+            )
             for _ in range(c.num_layers)
         )
         self.final_norm = nn.LayerNorm(d) if c.norm_first else nn.Identity()
-        self.scale = math.sqrt(d)
         self.check_ids = True
         xavier_init_(self)
 
@@ -290,10 +311,18 @@ class Decoder(nn.Module):
         if memory_key_mask is not None:
             check_key_mask(memory_key_mask, batch, src, "memory_key_mask", "src")
         attention = self.layers[0].self_attention
-        causal = causal_mask(tgt, device=ids.device)
+        causal = self.order_mask(tgt, ids.device)
         self_mask4d = attention.prepare_mask(causal, key_mask, batch, tgt, tgt)
         memory_mask4d = attention.prepare_mask(None, memory_key_mask, batch, tgt, src)
         return self_mask4d, memory_mask4d
+
+    def order_mask(self, tgt: int, device: torch.device | None = None) -> torch.Tensor:
+        """(tgt, tgt) bool: each position sees itself and those before it, the last ``window`` of
+        them with the config's window."""
+        window = self.config.window
+        if window is None:
+            return causal_mask(tgt, device=device)
+        return sliding_window_mask(tgt, window, device=device)
 
     def decode(
         self,
@@ -305,7 +334,8 @@ class Decoder(nn.Module):
         cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, MaybeTensor, MaybeTensor]:
         """:meth:`forward` without checks, masks from :meth:`prepare_inputs`. With ``cache``
-        (see :mod:`attnlib.generation`), ids are the next positions after the cached ones."""
+        (from :func:`attnlib.generation.decoder_cache`), ids are the next positions after the
+        cached ones."""
         start = 0
         if cache is not None:
             cache.check_batch(ids)  # shapes only: no host sync
@@ -313,7 +343,7 @@ class Decoder(nn.Module):
         x = self.embed(ids, start)  # (batch, tgt, d)
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.layers[index]
+            layer_cache = None if cache is None else (cache.layers[index], cache.memory[index])
             x, weights, cross = layer(
                 x, memory, self_mask4d, memory_mask4d, need_weights, layer_cache
             )
@@ -325,12 +355,7 @@ class Decoder(nn.Module):
 
     def embed(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         """ids (batch, n) at positions start..start+n-1 -> (batch, n, d_model), with dropout."""
-        x = self.embedding(ids) * self.scale  # (batch, n, d)
-        if start > 0:
-            # The position modules add rows 0..seq-1; zeros in front shift these ids to theirs.
-            ahead = x.new_zeros(x.shape[0], start, x.shape[2])
-            return self.dropout(self.positions(torch.cat([ahead, x], dim=1))[:, start:])
-        return self.dropout(self.positions(x))
+        return embed_tokens(self.embedding, self.positions, self.dropout, ids, start)
 
 
 def _check_ids(ids: object, config: TransformerConfig, what: str, check_range: bool = True) -> None:

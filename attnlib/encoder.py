@@ -24,14 +24,17 @@ from torch.utils.checkpoint import checkpoint
 from attnlib._checks import check_count, check_flag, check_int, check_probability
 from attnlib.transformer import (
     ACTIVATIONS,
+    POSITIONS,
     EncoderLayer,
-    LearnedPositions,
-    SinusoidalPositions,
+    embed_tokens,
+    position_table,
+    rotary_base_of,
     xavier_init_,
 )
 
 # torch.compiler.is_compiling appeared in torch 2.3; older versions never compile this module.
 _is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)
+_NAMED_WHEN_SET = ("decoder_kv_heads", "window")
 
 
 @dataclass
@@ -41,6 +44,12 @@ class TransformerConfig:
     ``decoder_kv_heads`` (None: ``num_heads``) gives the decoder's attention that many key/value
     heads, grouped-query attention (1: multi-query), which shrinks the KV cache of
     :mod:`attnlib.generation`; the encoder, which keeps no cache, has one per query head.
+    A decoder-only model (:mod:`attnlib.lm`) is a decoder and takes it too.
+
+    ``positions`` is "sinusoidal" or "learned" (a table added to the token vectors), "rotary"
+    (queries and keys rotated inside self-attention) or "none". ``window`` (None: none) keeps
+    each position's self-attention to the last ``window`` positions (causal models) or to those
+    within ``window`` on either side (the encoder).
     """
 
     vocab_size: int
@@ -56,11 +65,12 @@ class TransformerConfig:
     fused: bool = True
     activation: str = "relu"
     decoder_kv_heads: int | None = None
+    window: int | None = None
 
     def __repr__(self) -> str:
-        # The decoder's option is named only when set, so an encoder's configuration reads as it
-        # did before Part V (chapters 12 and 13 print it).
-        shown = [f for f in fields(self) if f.name != "decoder_kv_heads" or self.decoder_kv_heads]
+        # Fields added after chapter 13's stored GPU run are named only when set, so that its
+        # compared cell, which prints an encoder's configuration, holds until the next run.
+        shown = [f for f in fields(self) if f.name not in _NAMED_WHEN_SET or getattr(self, f.name)]
         return (
             f"TransformerConfig({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
         )
@@ -81,12 +91,15 @@ class TransformerConfig:
                 raise ValueError(
                     f"decoder_kv_heads={kv_heads} does not divide num_heads={self.num_heads}"
                 )
+        if self.window is not None:
+            check_count("window", self.window)
         self.dropout = check_probability("dropout", self.dropout)
         self.norm_first = check_flag("norm_first", self.norm_first)
         self.fused = check_flag("fused", self.fused)
-        if self.positions not in ("sinusoidal", "learned"):
+        if self.positions not in POSITIONS:
             raise ValueError(
-                f"unknown positions {self.positions!r}; choose 'sinusoidal' or 'learned'"
+                f"unknown positions {self.positions!r}; choose one of "
+                f"{', '.join(map(repr, POSITIONS))}"
             )
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; choose 'relu' or 'gelu'")
@@ -114,6 +127,28 @@ class TransformerConfig:
         return cls(**values)
 
 
+def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleList:
+    """``config.num_layers`` blocks of self-attention and feed-forward. A causal stack, a
+    decoder-only model's, groups its key/value heads by ``decoder_kv_heads``, as a decoder does;
+    an encoder, which keeps no cache, has one per query head."""
+    return nn.ModuleList(
+        EncoderLayer(
+            config.d_model,
+            config.num_heads,
+            config.d_ff,
+            config.dropout,
+            config.norm_first,
+            config.activation,
+            config.fused,
+            num_kv_heads=config.decoder_kv_heads if causal else None,
+            rotary_base=rotary_base_of(config.positions),
+            causal=causal,
+            window=config.window,
+        )
+        for _ in range(config.num_layers)
+    )
+
+
 class Encoder(nn.Module):
     """Token ids -> hidden states: embed x sqrt(d_model), add positions, dropout, N layers.
 
@@ -135,23 +170,11 @@ class Encoder(nn.Module):
         self.config = config
         d = config.d_model
         self.embedding = nn.Embedding(config.vocab_size, d, padding_idx=config.pad_id)
-        positions = SinusoidalPositions if config.positions == "sinusoidal" else LearnedPositions
-        self.positions = positions(d, config.max_len)
+        self.positions = position_table(config.positions, d, config.max_len)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                d,
-                config.num_heads,
-                config.d_ff,
-                config.dropout,
-                config.norm_first,
-                config.activation,
-                config.fused,
-            )
-            for _ in range(config.num_layers)
-        )
+        self.layers = layer_stack(config)
         self.final_norm = nn.LayerNorm(d) if config.norm_first else nn.Identity()
-        self.scale = math.sqrt(d)
+        self.scale = math.sqrt(d)  # what embed_tokens scales token vectors by (chapter 08 reads it)
         self.check_ids = True
         self.recompute = False
         xavier_init_(self)
@@ -172,7 +195,7 @@ class Encoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`forward` without checks, ``mask4d`` from :meth:`prepare_inputs`: hidden
         (batch, seq, d_model), weights (batch, layers, heads, seq, seq) or None."""
-        x = self.dropout(self.positions(self.embedding(ids) * self.scale))  # (batch, seq, d)
+        x = embed_tokens(self.embedding, self.positions, self.dropout, ids)  # (batch, seq, d)
         recompute = self.recompute and torch.is_grad_enabled() and not need_weights
         all_weights = []
         for layer in self.layers:

@@ -4,12 +4,13 @@
 :class:`~attnlib.decoder.Decoder` whose target embedding is also the output projection.
 Decoding without a cache runs the decoder over the whole prefix at every step, recomputing
 the keys and values of every earlier position in every layer, and the memory's too. A
-:class:`KVCache` keeps them: each layer's self-attention keys and values ``(batch, kv_heads,
-steps, head_dim)`` grow by one position a step; the cross-attention's ``(batch, kv_heads, src,
-head_dim)`` are computed once. ``kv_heads`` is ``num_heads`` unless the config's
-``decoder_kv_heads`` groups them (grouped-query attention), which shrinks the cache by
-``num_heads / kv_heads``. Both give the same tokens. A cache is for inference, and assumes no
-padding inside the target prefix (greedy decoding makes none).
+:class:`~attnlib.kv_cache.KVCache` (made by :func:`decoder_cache`) keeps them: each layer's
+self-attention keys and values ``(batch, kv_heads, steps, head_dim)`` grow by one position a
+step; the cross-attention's ``(batch, kv_heads, src, head_dim)`` are computed once.
+``kv_heads`` is ``num_heads`` unless the config's ``decoder_kv_heads`` groups them
+(grouped-query attention), which shrinks the cache by ``num_heads / kv_heads``. Both give
+the same tokens. A cache is for inference, and assumes no padding inside the target prefix
+(greedy decoding makes none).
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from attnlib._checks import (
     check_matches_weights,
     check_tensor,
 )
-from attnlib.attention import MultiHeadAttention, attend_unchecked, pool_kv_heads
+from attnlib.attention import pool_kv_heads
 from attnlib.decoder import Decoder, _check_ids
 from attnlib.encoder import Encoder, TransformerConfig
-from attnlib.masks import causal_mask
+from attnlib.kv_cache import KVCache
 from attnlib.transformer import xavier_init_
 
 MaybeTensor = torch.Tensor | None
@@ -111,118 +112,25 @@ class EncoderDecoder(nn.Module):
         return memory, mask4d
 
 
-def _attend_heads(
-    attention: MultiHeadAttention,
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    mask4d: MaybeTensor,
-    fused: bool,
-) -> tuple[torch.Tensor, MaybeTensor]:
-    """Queries (batch, heads, n_q, hd), keys and values (batch, kv_heads, n_keys, hd) -> heads
-    (batch, heads, n_q, hd) and weights (batch, heads, n_q, n_keys) or None if fused; a query
-    with no allowed key gets a zero output on both paths, as in attnlib."""
-    if fused:  # SDPA, sharing each key/value head among its group without copying it
-        return attention._fused_attention(queries, keys, values, mask4d), None
-    keys, values = attention.repeat_kv_heads(keys), attention.repeat_kv_heads(values)
-    return attend_unchecked(queries, keys, values, mask4d, dropout=attention.dropout)
-
-
-class LayerCache:
-    """One decoder layer's keys and values: self-attention's (batch, kv_heads, steps, head_dim),
-    one position longer after each step; cross-attention's (batch, kv_heads, src, head_dim)."""
-
-    def __init__(self, cross_attention: MultiHeadAttention, memory: torch.Tensor) -> None:
-        # The memory does not change while decoding: project it once, not once a step.
-        attention = cross_attention
-        self.memory_keys = attention.split_kv_heads(attention.key_projection(memory))
-        self.memory_values = attention.split_kv_heads(attention.value_projection(memory))
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-
-    @property
-    def length(self) -> int:
-        """How many target positions are cached."""
-        return 0 if self.keys is None else self.keys.shape[2]
-
-    def self_attend(
-        self, attention: MultiHeadAttention, x: torch.Tensor, fused: bool
-    ) -> tuple[torch.Tensor, MaybeTensor]:
-        """New positions x (batch, n, d_model) -> output (batch, n, d_model), weights (batch,
-        heads, n, cached + n) or None; their keys and values join the cache."""
-        keys = attention.split_kv_heads(attention.key_projection(x))  # (batch, kv_heads, n, hd)
-        values = attention.split_kv_heads(attention.value_projection(x))
-        if self.keys is not None:
-            keys, values = torch.cat([self.keys, keys], 2), torch.cat([self.values, values], 2)
-        self.keys, self.values = keys, values  # (batch, kv_heads, cached + n, hd)
-        queries = attention.split_heads(attention.query_projection(x))
-        n_new, n_all = x.shape[1], keys.shape[2]
-        # One new position sees every cached one; a block of them must not see its own future.
-        mask = causal_mask(n_new, n_all, device=x.device)[None, None] if n_new > 1 else None
-        heads, weights = _attend_heads(attention, queries, keys, values, mask, fused)
-        return attention.output_projection(attention.merge_heads(heads)), weights
-
-    def cross_attend(
-        self, attention: MultiHeadAttention, x: torch.Tensor, mask4d: MaybeTensor, fused: bool
-    ) -> tuple[torch.Tensor, MaybeTensor]:
-        """Queries x (batch, n, d_model) over the cached memory -> output (batch, n, d_model),
-        weights (batch, heads, n, src) or None."""
-        queries = attention.split_heads(attention.query_projection(x))
-        heads, weights = _attend_heads(
-            attention, queries, self.memory_keys, self.memory_values, mask4d, fused
-        )
-        return attention.output_projection(attention.merge_heads(heads)), weights
-
-    def nbytes(self) -> int:
-        """Bytes held by this layer's cached tensors."""
-        held = (self.memory_keys, self.memory_values, self.keys, self.values)
-        return sum(t.numel() * t.element_size() for t in held if t is not None)
-
-
-class KVCache:
-    """A :class:`LayerCache` per decoder layer, started from the memory (batch, src, d_model);
-    hand it to :meth:`Decoder.decode`, which feeds it the next positions of the same batch.
+def decoder_cache(decoder: Decoder, memory: torch.Tensor) -> KVCache:
+    """An empty :class:`~attnlib.kv_cache.KVCache` for ``decoder``, its cross-attention keys
+    and values projected from the memory (batch, src, d_model) once, here.
 
     The memory is checked once, here (its shape, dtype and values: one scan, so one host sync
     per cache, not per step); each step checks only that its ids have the memory's batch.
     """
-
-    def __init__(self, decoder: Decoder, memory: torch.Tensor) -> None:
-        _check_cache_inputs(decoder, memory)
-        self.batch = memory.shape[0]
-        for layer in decoder.layers:
-            for attention in (layer.self_attention, layer.cross_attention):
-                # A subclass may change what happens between projection and scores (rotary
-                # positions do), which the cache, projecting and attending itself, would skip.
-                if type(attention) is not MultiHeadAttention:
-                    raise TypeError(
-                        f"KVCache works with attnlib's MultiHeadAttention only, not with "
-                        f"{type(attention).__name__}: decode with use_cache=False"
-                    )
-        self.layers = [LayerCache(layer.cross_attention, memory) for layer in decoder.layers]
-
-    @property
-    def length(self) -> int:
-        """How many target positions are cached."""
-        return self.layers[0].length
-
-    def check_batch(self, ids: torch.Tensor) -> None:
-        """Refuse next positions (batch, n) of another batch than the cached memory's."""
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
-        if ids.dim() != 2:
-            raise ValueError(
-                f"ids must be (batch={self.batch}, n) token ids, got shape {tuple(ids.shape)}"
+    _check_cache_inputs(decoder, memory)
+    fixed = []
+    for layer in decoder.layers:
+        attention = layer.cross_attention
+        if attention.rotary_base is not None:
+            raise TypeError(
+                "a decoder's cross-attention cannot have rotary positions: the memory's "
+                "positions are not the target's"
             )
-        if ids.shape[0] != self.batch:
-            raise ValueError(
-                f"ids have batch {ids.shape[0]} but this KVCache was built from a memory of "
-                f"batch {self.batch}: build a cache for each batch"
-            )
-
-    def nbytes(self) -> int:
-        """Bytes held by every layer's cached keys and values, memory's included."""
-        return sum(layer.nbytes() for layer in self.layers)
+        keys = attention.split_kv_heads(attention.key_projection(memory))
+        fixed.append((keys, attention.split_kv_heads(attention.value_projection(memory))))
+    return KVCache(len(decoder.layers), memory.shape[0], decoder.config.window, memory=fixed)
 
 
 def _check_cache_inputs(decoder: object, memory: object) -> None:
@@ -359,7 +267,7 @@ def _greedy(
     batch, device = source.shape[0], source.device
     inputs = torch.full((batch, 1), start_id, dtype=torch.long, device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    cache = KVCache(decoder, memory) if use_cache else None
+    cache = decoder_cache(decoder, memory) if use_cache else None
     tokens, logits, weights = [], [], []
     for step in range(max_len):
         if cache is not None:  # only the newest token goes in; the rest is cached
@@ -367,7 +275,7 @@ def _greedy(
                 inputs[:, -1:], None, None, memory_mask4d, need_weights, cache
             )
         else:  # the whole prefix again, under a causal mask
-            causal = causal_mask(step + 1, device=device)[None, None]
+            causal = decoder.order_mask(step + 1, device)[None, None]
             hidden, _, cross = decoder.decode(inputs, memory, causal, memory_mask4d, need_weights)
         step_logits = model.output(hidden[:, -1])  # (batch, vocab)
         token = step_logits.argmax(dim=-1).masked_fill(finished, pad_id)  # (batch,)

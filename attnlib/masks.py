@@ -94,6 +94,27 @@ def sliding_window_mask(
     return behind.abs() < window
 
 
+def structure_mask(
+    n_queries: int,
+    n_keys: int,
+    causal: bool,
+    window: int | None,
+    device: torch.device | None = None,
+) -> torch.Tensor | None:
+    """Causal order and a sliding window as one (n_queries, n_keys) bool mask, the queries at the
+    last key positions; None where every query sees every key (so no mask need be formed).
+
+    Unchecked: callers inside the library pass counts they have checked.
+    """
+    if window is None:
+        if not causal or n_queries == 1:  # the last position sees all that comes before it
+            return None
+        return causal_mask(n_queries, n_keys, device=device)
+    if window >= n_keys:  # no key lies window or more positions from any query
+        return structure_mask(n_queries, n_keys, causal, None, device)
+    return sliding_window_mask(n_queries, window, n_keys, causal=causal, device=device)
+
+
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     """AND of the masks, broadcast together (allowed only where all allow); None is skipped."""
     present = [mask for mask in masks if mask is not None]

@@ -9,7 +9,8 @@ of a permuted feature order, chosen there because contiguous halves are cheaper 
 weights trained one way need their query and key projection rows permuted to run the other.
 
 Because a rotation by m then by -n is a rotation by m - n, the score of a query at m and a key
-at n depends on the offset m - n only. :class:`RotaryMultiHeadAttention` applies the rotation
+at n depends on the offset m - n only. :class:`attnlib.attention.MultiHeadAttention` with a
+``rotary_base`` (``MultiHeadAttention.rotary()`` makes one of a module) applies the rotation
 inside self-attention, between the projections and the scores, in place of a position table
 added to the input.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 import torch
 
 from attnlib._checks import check_count, check_number, check_tensor
-from attnlib.attention import MultiHeadAttention, attend_unchecked
 
 
 def rotary_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -56,7 +56,7 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
     with batch = x's first axis (or 1); the axes between (heads) share them. Position 0
     leaves x as it is. Pair (a, b) at angle t becomes (a cos t - b sin t, a sin t + b cos t).
     x and float positions must be finite: each is scanned once (a host sync on a GPU);
-    :class:`RotaryMultiHeadAttention` rotates with :func:`apply_rotary_unchecked` instead.
+    :class:`~attnlib.attention.MultiHeadAttention` rotates with :func:`apply_rotary_unchecked`.
     """
     check_tensor("x", x, min_dims=2)
     positions = _check_positions(positions)
@@ -105,78 +105,3 @@ def _check_positions(positions: object) -> torch.Tensor:
     if positions.is_floating_point():  # an int cannot be NaN: only floats are scanned
         check_tensor("positions", positions, min_dims=1)
     return positions
-
-
-class RotaryMultiHeadAttention(MultiHeadAttention):
-    """:class:`MultiHeadAttention` whose queries and keys are rotated by their positions, head by
-    head, after the projections: the scores see offsets only, and no table is added to x.
-
-    Keys stand at positions 0 .. n_keys - 1 and the n_queries queries at the last positions
-    (as :func:`attnlib.masks.causal_mask` places them), so it is meant for self-attention.
-    Swap it into a model with :meth:`from_attention`, which keeps the weights.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        bias: bool = True,
-        dropout: float = 0.0,
-        num_kv_heads: int | None = None,
-        base: float = 10000.0,
-    ) -> None:
-        super().__init__(d_model, num_heads, bias, dropout, num_kv_heads)
-        rotary_frequencies(self.head_dim, base)  # checks: an even head_dim, a positive base
-        self.base = float(base)
-
-    @classmethod
-    def from_attention(
-        cls, attention: MultiHeadAttention, base: float = 10000.0
-    ) -> RotaryMultiHeadAttention:
-        """A rotary copy of ``attention``: the same sizes, dropout and weights (copied)."""
-        if not isinstance(attention, MultiHeadAttention):
-            raise TypeError(
-                f"attention must be a MultiHeadAttention, got {type(attention).__name__}"
-            )
-        bias = attention.query_projection.bias is not None
-        rotary = cls(
-            attention.d_model,
-            attention.num_heads,
-            bias,
-            attention.dropout_p,
-            attention.num_kv_heads,
-            base,
-        )
-        rotary.load_state_dict(attention.state_dict())
-        weight = attention.query_projection.weight
-        return rotary.to(device=weight.device, dtype=weight.dtype).train(attention.training)
-
-    def forward_prepared(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask4d: torch.Tensor | None,
-        fused: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """As :meth:`MultiHeadAttention.forward_prepared`, with queries and keys rotated:
-        output (batch, n_queries, d_model), weights (batch, heads, n_queries, n_keys) or None."""
-        n_queries, n_keys = query.shape[1], key.shape[1]
-        if n_queries > n_keys:
-            raise ValueError(
-                f"rotary attention places the queries at the last of the key positions 0 .. "
-                f"n_keys - 1, so it needs n_queries <= n_keys: got query of {n_queries} "
-                f"positions and key of {n_keys}"
-            )
-        positions = torch.arange(n_keys, device=key.device)
-        queries = self.split_heads(self.query_projection(query))  # (batch, heads, n_q, hd)
-        keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_keys, hd)
-        values = self.split_kv_heads(self.value_projection(value))
-        queries = apply_rotary_unchecked(queries, positions[n_keys - n_queries :], self.base)
-        keys = apply_rotary_unchecked(keys, positions, self.base)
-        if fused:
-            heads, weights = self._fused_attention(queries, keys, values, mask4d), None
-        else:
-            keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
-            heads, weights = attend_unchecked(queries, keys, values, mask4d, dropout=self.dropout)
-        return self.output_projection(self.merge_heads(heads)), weights

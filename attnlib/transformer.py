@@ -10,6 +10,8 @@ entry for a layer used alone. The stack, its config and the models on it are in
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -24,6 +26,7 @@ from attnlib._checks import (
     check_tensor,
 )
 from attnlib.attention import MultiHeadAttention
+from attnlib.kv_cache import LayerKV
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -120,6 +123,42 @@ class LearnedPositions(nn.Module):
         return x + self.weight[: x.shape[1]].to(x.dtype)
 
 
+POSITIONS = ("sinusoidal", "learned", "rotary", "none")
+ROTARY_BASE = 10000.0  # RoFormer's
+
+
+def position_table(kind: str, d_model: int, max_len: int) -> nn.Module:
+    """What adds positions to x (batch, seq, d_model) for a config's ``positions``: a table, or
+    nothing for "rotary" (the attention rotates queries and keys instead) and "none"."""
+    if kind == "sinusoidal":
+        return SinusoidalPositions(d_model, max_len)
+    if kind == "learned":
+        return LearnedPositions(d_model, max_len)
+    return nn.Identity()
+
+
+def rotary_base_of(kind: str) -> float | None:
+    """The rotary base the attention of a model with ``positions=kind`` rotates by, or None."""
+    return ROTARY_BASE if kind == "rotary" else None
+
+
+def embed_tokens(
+    embedding: nn.Embedding,
+    positions: nn.Module,
+    dropout: nn.Module,
+    ids: torch.Tensor,
+    start: int = 0,
+) -> torch.Tensor:
+    """ids (batch, n) at positions start .. start + n - 1 -> (batch, n, d_model): the token
+    vectors times sqrt(d_model), plus positions, then dropout."""
+    x = embedding(ids) * math.sqrt(embedding.embedding_dim)  # (batch, n, d)
+    if start > 0:
+        # The position tables add rows 0..seq-1; zeros in front shift these ids to theirs.
+        ahead = x.new_zeros(x.shape[0], start, x.shape[2])
+        return dropout(positions(torch.cat([ahead, x], dim=1))[:, start:])
+    return dropout(positions(x))
+
+
 class FeedForward(nn.Module):
     """max(0, x W1 + b1) W2 + b2 at every position: (batch, seq, d_model) -> same."""
 
@@ -151,12 +190,39 @@ class FeedForward(nn.Module):
         return self(x)
 
 
-class EncoderLayer(nn.Module):
+class ChoosesAttention:
+    """The attention implementation a layer runs, ``implementation`` (one of
+    :data:`attnlib.attention.IMPLEMENTATIONS`), and ``fused``, its on/off view: "sdpa" or
+    "eager". A call that asks for the weights runs "eager", the one path that forms them."""
+
+    implementation: str
+
+    @property
+    def fused(self) -> bool:
+        """Whether the attention runs a fused kernel ("sdpa" or "flash"), not "eager"."""
+        return self.implementation != "eager"
+
+    @fused.setter
+    def fused(self, value: bool) -> None:
+        self.implementation = "sdpa" if check_flag("fused", value) else "eager"
+
+    def implementation_for_call(self, need_weights: bool) -> str:
+        """The implementation of one call: "eager" when it asks for the weights."""
+        return "eager" if need_weights else self.implementation
+
+
+class EncoderLayer(ChoosesAttention, nn.Module):
     """Self-attention then feed-forward, each with a residual and a LayerNorm.
 
     ``norm_first=False`` is the paper's post-LN, x = LN(x + Sublayer(x)); ``norm_first=True``
     is pre-LN, x = x + Sublayer(LN(x)). ``fused`` picks torch's fused attention once, here; a
-    call asking for the weights takes the from-scratch path, which forms them.
+    call asking for the weights takes the from-scratch path, which forms them
+    (:class:`ChoosesAttention`: ``implementation`` may name "flash" too).
+
+    With ``causal`` each position attends to itself and those before it (a decoder-only
+    model's block), with a ``window`` to the last ``window`` of them (without ``causal``, to
+    those within ``window`` on either side). ``num_kv_heads`` and ``rotary_base`` go to the
+    attention (:class:`~attnlib.attention.MultiHeadAttention`).
     """
 
     def __init__(
@@ -169,35 +235,49 @@ class EncoderLayer(nn.Module):
         activation: str = "relu",
         fused: bool = True,
         layer_norm_eps: float = 1e-5,
+        *,
+        num_kv_heads: int | None = None,
+        rotary_base: float | None = None,
+        causal: bool = False,
+        window: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
         self.norm_first = check_flag("norm_first", norm_first)
-        self.fused = check_flag("fused", fused)
+        self.fused = fused
         self.dropout_p = check_probability("dropout", dropout)
         if not check_number("layer_norm_eps", layer_norm_eps) > 0:
             raise ValueError(f"layer_norm_eps must be positive, got {layer_norm_eps}")
+        self.causal = check_flag("causal", causal)
+        self.window = None if window is None else check_count("window", window)
         # The attention module drops attention weights; dropout1/2 drop each sublayer's output.
-        self.attention = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.attention = MultiHeadAttention(
+            d_model, num_heads, dropout=dropout, num_kv_heads=num_kv_heads, rotary_base=rotary_base
+        )
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(
-        self, x: torch.Tensor, mask4d: torch.Tensor | None = None, need_weights: bool = False
+        self,
+        x: torch.Tensor,
+        mask4d: torch.Tensor | None = None,
+        need_weights: bool = False,
+        cache: LayerKV | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(batch, seq, d_model) -> same, weights (batch, heads, seq, seq) or None; unchecked.
 
-        ``mask4d`` is a canonical boolean mask from ``MultiHeadAttention.prepare_mask``.
+        ``mask4d`` is a canonical boolean mask from ``MultiHeadAttention.prepare_mask``. With
+        ``cache`` (a causal block's), x holds the positions after the cached ones.
         """
         # The one place where the two orders differ.
         if self.norm_first:
-            attended, weights = self._sa_block(self.norm1(x), mask4d, need_weights)
+            attended, weights = self._sa_block(self.norm1(x), mask4d, need_weights, cache)
             x = x + attended
             x = x + self._ff_block(self.norm2(x))
         else:
-            attended, weights = self._sa_block(x, mask4d, need_weights)
+            attended, weights = self._sa_block(x, mask4d, need_weights, cache)
             x = self.norm1(x + attended)
             x = self.norm2(x + self._ff_block(x))
         return x, weights
@@ -226,11 +306,23 @@ class EncoderLayer(nn.Module):
         return self(x, mask4d, need_weights)
 
     def _sa_block(
-        self, x: torch.Tensor, mask4d: torch.Tensor | None, need_weights: bool
+        self,
+        x: torch.Tensor,
+        mask4d: torch.Tensor | None,
+        need_weights: bool,
+        cache: LayerKV | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Self-attention, then dropout: (batch, seq, d_model) -> same, weights or None."""
-        fused = self.fused and not need_weights
-        attended, weights = self.attention.forward_prepared(x, x, x, mask4d, fused)
+        attended, weights = self.attention.forward_prepared(
+            x,
+            x,
+            x,
+            mask4d,
+            self.implementation_for_call(need_weights),
+            causal=self.causal,
+            window=self.window,
+            cache=cache,
+        )
         return self.dropout1(attended), weights
 
     def _ff_block(self, x: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlib import reference
-from attnlib.attention import MultiHeadAttention, attend
+from attnlib.attention import MultiHeadAttention, attend, implementation_for
 from attnlib.masks import causal_mask, combine_masks, padding_mask
 
 MASK_KINDS = ["none", "padding", "causal", "both"]
@@ -233,7 +233,7 @@ def test_forward_prepared_equals_forward(fused):
     prepared = mha.prepare_mask(None, key_mask, 2, 4, 4)
     with torch.no_grad():
         expected = mha(x, key_mask=key_mask, fused=fused)[0]
-        out = mha.forward_prepared(x, x, x, prepared, fused)[0]
+        out = mha.forward_prepared(x, x, x, prepared, implementation_for(fused))[0]
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
 
 
@@ -308,7 +308,7 @@ def test_mha_scans_each_distinct_input_once(fused):
     assert _scans(lambda: mha(x, mask=padding_mask([4, 2], 4), fused=fused)) == 1
     assert _scans(lambda: mha(x, y, key_mask=key_mask, fused=fused)) == 2  # query, key=value
     prepared = mha.prepare_mask(None, key_mask, 2, 4, 5)
-    assert _scans(lambda: mha.forward_prepared(x, y, y, prepared, fused)) == 0
+    assert _scans(lambda: mha.forward_prepared(x, y, y, prepared, implementation_for(fused))) == 0
 
 
 def test_attend_scans_queries_keys_values_once_each():

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.attention import attend
+from attnlib.attention import MultiHeadAttention, attend, implementation_for
 from attnlib.checkpoints import load_checkpoint
 from attnlib.data.dates import generate_pairs, make_splits
 from attnlib.data.subwords import SubwordTokenizer
 from attnlib.decoder import Decoder
 from attnlib.encoder import TransformerConfig
 from attnlib.flash import flash_attention
-from attnlib.generation import EncoderDecoder, KVCache, greedy_decode
+from attnlib.generation import EncoderDecoder, decoder_cache, greedy_decode
 from attnlib.masks import causal_mask, masked_softmax, masked_softmax_unchecked
-from attnlib.positions import RotaryMultiHeadAttention, apply_rotary, rotary_angles
+from attnlib.positions import apply_rotary, rotary_angles
 from attnlib.schedules import average_checkpoints, piecewise_constant
 from attnlib.scores import scaled_dot_score
 from attnlib.transformer import FeedForward
@@ -105,12 +105,12 @@ KV_CACHE_REFUSALS = {
 def test_kv_cache_refuses_a_bad_decoder_or_memory(model, case):
     arguments, error, message = KV_CACHE_REFUSALS[case]
     with pytest.raises(error, match=re.escape(message)):
-        KVCache(*arguments(model))
+        decoder_cache(*arguments(model))
 
 
 def test_kv_cache_step_refuses_ids_of_another_batch(model):
-    cache = KVCache(model.decoder, _randn(2, 5, 16))
-    message = "ids have batch 3 but this KVCache was built from a memory of batch 2"
+    cache = decoder_cache(model.decoder, _randn(2, 5, 16))
+    message = "ids have batch 3 but this KVCache holds a batch of 2"
     with pytest.raises(ValueError, match=message):
         model.decoder.decode(_ids(3, 1), None, None, None, cache=cache)
     with pytest.raises(ValueError, match=r"ids must be \(batch=2, n\) token ids, got shape \(2,\)"):
@@ -158,7 +158,7 @@ def test_training_paths_scan_no_values(monkeypatch):
     torch.manual_seed(0)
     trained = EncoderDecoder(TransformerConfig(**SMALL, dropout=0.0))
     trained.encoder.check_ids = trained.decoder.check_ids = False
-    rotary = RotaryMultiHeadAttention(16, 2)
+    rotary = MultiHeadAttention(16, 2, rotary_base=10000.0)
     feed_forward = FeedForward(16, 32)
     x = _randn(2, 4, 16)
     monkeypatch.setattr(torch, "isfinite", _no_scan)
@@ -166,7 +166,11 @@ def test_training_paths_scan_no_values(monkeypatch):
     logits, _ = trained(_ids(2, 5), _ids(2, 4, seed=1))
     assert logits.shape == (2, 4, 9)
     for fused in (False, True):
-        assert rotary.forward_prepared(x, x, x, None, fused)[0].shape == (2, 4, 16)
+        assert rotary.forward_prepared(x, x, x, None, implementation_for(fused))[0].shape == (
+            2,
+            4,
+            16,
+        )
     assert feed_forward(x).shape == (2, 4, 16)
 
 
@@ -265,7 +269,7 @@ def test_encoder_decoder_names_the_mask_and_the_batch_at_fault(model):
 
 
 def test_rotary_attention_refuses_more_queries_than_keys():
-    rotary = RotaryMultiHeadAttention(16, 2)
+    rotary = MultiHeadAttention(16, 2, rotary_base=10000.0)
     message = "needs n_queries <= n_keys: got query of 8 positions and key of 3"
     for fused in (False, True):
         with pytest.raises(ValueError, match=message):

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlib.encoder import TransformerConfig
-from attnlib.generation import EncoderDecoder, KVCache, greedy_decode, kv_cache_bytes
+from attnlib.generation import EncoderDecoder, decoder_cache, greedy_decode, kv_cache_bytes
 
 PAD, START, END = 0, 1, 2
 SMALL = {"vocab_size": 9, "d_model": 32, "num_heads": 4, "num_layers": 2, "d_ff": 64}
@@ -130,7 +130,7 @@ def test_a_cached_block_and_cached_steps_equal_one_full_pass(norm_first, fused):
     with torch.no_grad():
         full, expected_cross = model(source, target, source_key_mask, need_weights=not fused)
         memory, memory_mask4d = model.encode(source, source_key_mask)
-        cache = KVCache(model.decoder, memory)
+        cache = decoder_cache(model.decoder, memory)
         pieces, crosses = [], []
         for start, stop in ((0, 3), (3, 4), (4, 5), (5, 6)):
             hidden, self_weights, cross = model.decoder.decode(
@@ -201,13 +201,8 @@ def test_grouped_cache_holds_kv_heads_and_equals_recomputing(kv_heads, fused):
     recomputed = greedy_decode(model, source, source_key_mask, use_cache=False, **options)
     assert torch.equal(cached.tokens, recomputed.tokens) and cached.tokens.shape == (4, 9)
     torch.testing.assert_close(cached.logits, recomputed.logits, rtol=0, atol=1e-5)
-    layer = cached.cache.layers[0]
-    assert layer.keys.shape == (4, kv_heads, 9, 8) and layer.memory_keys.shape == (
-        4,
-        kv_heads,
-        7,
-        8,
-    )
+    assert cached.cache.layers[0].keys.shape == (4, kv_heads, 9, 8)
+    assert cached.cache.memory[0].keys.shape == (4, kv_heads, 7, 8)
     # 2 (keys, values) x 2 layers x 4 sequences x (9 steps + 7 source) x kv_heads x 8 x 4 bytes
     expected = 2 * 2 * 4 * (9 + 7) * kv_heads * 8 * 4
     assert cached.cache.nbytes() == expected == kv_cache_bytes(config, 4, 9, memory_len=7)
@@ -221,17 +216,25 @@ def test_end_id_none_decodes_exactly_max_len_tokens(trained):
     assert torch.equal(result.tokens[0, :6], target_out[0])
 
 
-def test_cache_refuses_attention_it_would_bypass():
-    from attnlib.positions import RotaryMultiHeadAttention
-
+def test_cache_rotates_keys_by_their_positions_as_recomputing_does():
     model = _untrained_model(norm_first=False, fused=True)
     layer = model.decoder.layers[1]
-    layer.self_attention = RotaryMultiHeadAttention.from_attention(layer.self_attention)
+    layer.self_attention = layer.self_attention.rotary()
     source = torch.randint(3, 9, (2, 4), generator=torch.Generator().manual_seed(0))
-    with pytest.raises(TypeError, match="not with RotaryMultiHeadAttention: decode with use_cac"):
+    options = {"start_id": START, "end_id": None, "max_len": 6}
+    cached = greedy_decode(model, source, **options)
+    recomputed = greedy_decode(model, source, use_cache=False, **options)
+    assert torch.equal(cached.tokens, recomputed.tokens) and cached.tokens.shape == (2, 6)
+    torch.testing.assert_close(cached.logits, recomputed.logits, rtol=0, atol=1e-5)
+
+
+def test_cache_refuses_rotary_cross_attention():
+    model = _untrained_model(norm_first=False, fused=True)
+    layer = model.decoder.layers[0]
+    layer.cross_attention = layer.cross_attention.rotary()
+    source = torch.randint(3, 9, (2, 4), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(TypeError, match="cross-attention cannot have rotary positions"):
         greedy_decode(model, source, start_id=START, end_id=END, max_len=3)
-    result = greedy_decode(model, source, start_id=START, end_id=None, max_len=3, use_cache=False)
-    assert result.tokens.shape == (2, 3)
 
 
 @pytest.mark.parametrize("kv_heads", [1, 2])
@@ -267,3 +270,22 @@ def test_with_kv_heads_refuses_what_it_cannot_convert(trained):
         with_kv_heads(model.encoder, 1)
     with pytest.raises(ValueError, match="decoder_kv_heads=3 does not divide num_heads=4"):
         with_kv_heads(model, 3)
+
+
+@pytest.mark.parametrize("positions", ["rotary", "none", "learned"])
+@pytest.mark.parametrize("window", [None, 2])
+@pytest.mark.parametrize("fused", [False, True])
+def test_cache_equals_recomputing_with_any_positions_and_a_window(positions, window, fused):
+    torch.manual_seed(3)
+    config = TransformerConfig(
+        **SMALL, fused=fused, max_len=20, positions=positions, window=window, decoder_kv_heads=2
+    )
+    model = EncoderDecoder(config)
+    source = torch.randint(3, 9, (3, 6), generator=torch.Generator().manual_seed(4))
+    options = {"start_id": START, "end_id": None, "max_len": 8, "need_weights": not fused}
+    cached = greedy_decode(model, source, **options)
+    recomputed = greedy_decode(model, source, use_cache=False, **options)
+    assert torch.equal(cached.tokens, recomputed.tokens)
+    torch.testing.assert_close(cached.logits, recomputed.logits, rtol=0, atol=1e-5)
+    kept = 8 if window is None else window
+    assert cached.cache.layers[0].keys.shape == (3, 2, kept, 8)

@@ -9,6 +9,7 @@ from attnlib.masks import (
     masked_softmax,
     padding_mask,
     sliding_window_mask,
+    structure_mask,
 )
 
 
@@ -161,3 +162,32 @@ def test_sliding_window_mask_errors_name_the_problem():
         sliding_window_mask(4, 2, n_keys=3)
     with pytest.raises(TypeError, match="causal must be True or False, got str 'no'"):
         sliding_window_mask(4, 2, causal="no")
+
+
+# --- structure_mask -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n_queries", "n_keys", "causal", "window", "expected"),
+    [
+        (4, 4, False, None, None),  # nothing to mask
+        (1, 6, True, None, None),  # the last position sees all before it
+        (1, 6, True, 6, None),  # ... and a window as long as the keys changes nothing
+        (4, 4, False, 4, None),  # a two-sided window of 4 reaches every one of 4 keys
+        (3, 5, True, None, "causal"),
+        (3, 5, True, 2, "window"),
+        (1, 6, True, 2, "window"),
+        (4, 4, False, 2, "two-sided"),
+    ],
+)
+def test_structure_mask_is_none_where_nothing_is_masked(
+    n_queries, n_keys, causal, window, expected
+):
+    mask = structure_mask(n_queries, n_keys, causal, window)
+    if expected is None:
+        assert mask is None
+    elif expected == "causal":
+        assert torch.equal(mask, causal_mask(n_queries, n_keys))
+    else:
+        want = sliding_window_mask(n_queries, window, n_keys, causal=expected == "window")
+        assert torch.equal(mask, want) and not bool(mask.all())

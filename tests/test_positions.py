@@ -10,7 +10,6 @@ from attnlib.attention import MultiHeadAttention
 from attnlib.encoder import Encoder, TransformerConfig
 from attnlib.masks import causal_mask
 from attnlib.positions import (
-    RotaryMultiHeadAttention,
     apply_rotary,
     rotary_angles,
     rotary_frequencies,
@@ -149,10 +148,10 @@ def test_rotary_errors_name_the_problem():
 # --- rotary attention ------------------------------------------------------------------------
 
 
-def _rotary(kv_heads: int | None = None) -> RotaryMultiHeadAttention:
+def _rotary(kv_heads: int | None = None) -> MultiHeadAttention:
     torch.manual_seed(11)
     plain = MultiHeadAttention(16, 4, num_kv_heads=kv_heads).eval()
-    return RotaryMultiHeadAttention.from_attention(plain, base=100.0)
+    return plain.rotary(base=100.0)
 
 
 @pytest.mark.parametrize("kv_heads", [None, 2])
@@ -198,20 +197,19 @@ def test_rotary_queries_stand_at_the_last_key_positions():
     torch.testing.assert_close(last, full[:, 5:])
 
 
-def test_from_attention_keeps_weights_mode_and_sizes_and_refuses_others():
+def test_rotary_copy_keeps_weights_mode_and_sizes_and_refuses_bad_bases():
     torch.manual_seed(0)
     plain = MultiHeadAttention(12, 2, bias=False, dropout=0.25, num_kv_heads=1)
-    rotary = RotaryMultiHeadAttention.from_attention(plain)
+    rotary = plain.rotary()
     assert rotary.training and rotary.dropout_p == 0.25 and rotary.num_kv_heads == 1
-    assert rotary.base == 10000.0 and rotary.query_projection.bias is None
+    assert rotary.rotary_base == 10000.0 and rotary.query_projection.bias is None
+    assert plain.rotary_base is None  # the original is left as it was
     torch.testing.assert_close(rotary.key_projection.weight, plain.key_projection.weight)
     assert rotary.key_projection.weight is not plain.key_projection.weight  # a copy
-    with pytest.raises(TypeError, match="attention must be a MultiHeadAttention, got Linear"):
-        RotaryMultiHeadAttention.from_attention(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="dim must be even: 3"):
-        RotaryMultiHeadAttention(12, 4)  # head_dim 3
+        MultiHeadAttention(12, 4, rotary_base=10000.0)  # head_dim 3
     with pytest.raises(ValueError, match="base must be positive"):
-        RotaryMultiHeadAttention(12, 2, base=-1.0)
+        plain.rotary(base=-1.0)
 
 
 def test_encoder_with_rotary_layers_and_no_table_learns_nothing_from_absolute_position():
@@ -220,7 +218,7 @@ def test_encoder_with_rotary_layers_and_no_table_learns_nothing_from_absolute_po
     encoder = Encoder(config).eval()
     encoder.positions = torch.nn.Identity()
     for layer in encoder.layers:
-        layer.attention = RotaryMultiHeadAttention.from_attention(layer.attention)
+        layer.attention = layer.attention.rotary()
     ids = torch.tensor([[3, 4, 5, 6]])
     padded = torch.tensor([[0, 0, 3, 4, 5, 6]])
     hidden, weights = encoder(ids, need_weights=True)

@@ -390,9 +390,13 @@ def test_config_round_trips_through_a_weights_only_checkpoint(tmp_path):
         ({"num_layers": 0}, "num_layers must be a positive integer, got 0"),
         ({"d_ff": 2.5}, "d_ff must be a positive integer, got 2.5"),
         ({"dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
-        ({"positions": "rotary"}, "unknown positions 'rotary'; choose 'sinusoidal' or 'learned'"),
+        (
+            {"positions": "alibi"},
+            "unknown positions 'alibi'; choose one of 'sinusoidal', 'learned', 'rotary', 'none'",
+        ),
         ({"activation": "swish"}, "unknown activation 'swish'; choose 'relu' or 'gelu'"),
         ({"pad_id": 37}, r"pad_id=37 is outside the vocabulary 0..36"),
+        ({"window": 0}, "window must be positive, got 0"),
     ],
 )
 def test_config_refusals(changes, message):
@@ -429,3 +433,8 @@ def test_encoder_input_refusals():
         SequenceClassifier(TransformerConfig(**SMALL), pooling="max")
     with pytest.raises(ValueError, match="num_classes must be positive, got 0"):
         SequenceClassifier(TransformerConfig(**SMALL), num_classes=0)
+
+
+def test_config_names_the_window_only_when_set():
+    assert "window" not in repr(TransformerConfig(**SMALL))
+    assert repr(TransformerConfig(**SMALL, window=4)).endswith("window=4)")
