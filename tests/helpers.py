@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -12,12 +14,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import attnlib.live
 from attnlib.data.imdb import IMDB, Reviews
 from attnlib.tasks import imdb as task
 from attnlib.tasks.imdb_train import prepare
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 NODE = shutil.which("node") or ("/usr/bin/node" if Path("/usr/bin/node").is_file() else None)
+# The end of a case harness: each case through run[c.kind], answered as {value} or {error}.
+ANSWER_EACH_CASE = """
+const answers = cases.map((c) => {
+  try {
+    return { value: run[c.kind](c) };
+  } catch (error) {
+    return { error: error.message };
+  }
+});
+process.stdout.write(JSON.stringify(answers, REPLACER));
+"""
 
 
 def script_module(name: str):
@@ -49,6 +63,44 @@ def node_answers(
     )
     assert finished.returncode == 0, finished.stderr
     return json.loads(finished.stdout)
+
+
+def case_harness(setup: str, replacer: str = "null") -> str:
+    """A node harness: ``setup`` defines ``cases`` and ``run``; JSON.stringify uses ``replacer``."""
+    return setup + ANSWER_EACH_CASE.replace("REPLACER", replacer)
+
+
+def of_kind(kind: str, cases: list[dict], answers: list | tuple) -> list[tuple[dict, dict]]:
+    """(case, answer) for every case of one kind, the answers given in the cases' order."""
+    pairs = zip(cases, answers, strict=True)
+    return [(case, answer) for case, answer in pairs if case["kind"] == kind]
+
+
+def data_attribute(markup: str, name: str) -> str:
+    """The value of the first ``data-<name>`` attribute in ``markup``, HTML-unescaped."""
+    found = re.search(f'data-{name}="([^"]*)"', markup)
+    assert found, name
+    return html.unescape(found.group(1))
+
+
+def fallback_snapshot(markup: str) -> str:
+    """What an explorer's ``markup`` shows before its script runs; it holds the fallback text."""
+    snapshot = markup.split("<script>")[0]
+    assert attnlib.live.FALLBACK in snapshot
+    return snapshot
+
+
+# Reviews a tokenizer must cut as `tokenizers` does: accents, special tokens typed as text,
+# punctuation runs, digits, underscores, scripts and symbols the vocabulary never saw, and
+# whitespace other than spaces (tests/test_live_bpe.py, tests/test_live_imdb.py).
+TOKENIZER_TEXTS = [
+    "Café, naïve, résumé: Amélie (2001) is très charmant — a 10/10 <br/>film",
+    "I typed [CLS] and [MASK] and [SEP]x[PAD] into my review [UNK]",
+    "snake_case_words and CamelCase and ALLCAPS don't, won't, can't... ?!?! ;-)",
+    "ΟΔΟΣ ΟΔΟΣ ΟΔΟΣ İstanbul straße ﬁne ½ ² ① Ⅻ",
+    "Emoji 😀👍🏽 and snowmen ☃☃ and 漢字かなカナ and \u200d joiners \u0301 alone",
+    "tabs\tand\nnewlines\r\nand\u00a0non-breaking\u2003spaces",
+]
 
 
 # Chapter 13's task on a tiny corpus (tests/test_imdb_task.py, tests/test_imdb_memory.py).

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from functools import cache
 from pathlib import Path
 
@@ -32,15 +31,24 @@ from attnlib.live.bpe_explorer import (
     real_words,
     shipped_tokenizer,
 )
-from tests.helpers import CORPUS, node_answers
+from tests.helpers import (
+    CORPUS,
+    TOKENIZER_TEXTS,
+    case_harness,
+    data_attribute,
+    fallback_snapshot,
+    node_answers,
+)
 
 BPE_JS = Path(attnlib.live.__file__).with_name("bpe.js")
 
 # stdin: {toy: merges, real: the packed vocabulary, cases: [{kind, ...}]}; stdout: one answer
 # per case, {value} or {error}.
-HARNESS = """
+HARNESS = case_harness(
+    """
 const bpe = require(process.argv[1]);
 const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const cases = input.cases;
 const vocabularies = { toy: bpe.toyVocabulary(input.toy), real: bpe.realVocabulary(input.real) };
 const run = {
   steps: (c) => {
@@ -76,15 +84,8 @@ const run = {
   toy: (c) => bpe.toyVocabulary(c.merges).size,
   real: (c) => bpe.realVocabulary(c.compact).size,
 };
-const answers = input.cases.map((c) => {
-  try {
-    return { value: run[c.kind](c) };
-  } catch (error) {
-    return { error: error.message };
-  }
-});
-process.stdout.write(JSON.stringify(answers));
 """
+)
 
 # --- the texts ---------------------------------------------------------------------------------
 
@@ -100,12 +101,7 @@ CHAPTER = [
 # text, punctuation runs, digits, scripts the vocabulary never saw, Python's and Unicode's
 # whitespace (\x1c splits the toy's words, not the real ones; \x85 the reverse is not true).
 UNICODE = [
-    "Café, naïve, résumé: Amélie (2001) is très charmant — a 10/10 <br/>film",
-    "I typed [CLS] and [MASK] and [SEP]x[PAD] into my review [UNK]",
-    "snake_case_words and CamelCase and ALLCAPS don't, won't, can't... ?!?! ;-)",
-    "ΟΔΟΣ ΟΔΟΣ ΟΔΟΣ İstanbul straße ﬁne ½ ² ① Ⅻ",
-    "Emoji 😀👍🏽 and snowmen ☃☃ and 漢字かなカナ and \u200d joiners \u0301 alone",
-    "tabs\tand\nnewlines\r\nand\u00a0non-breaking\u2003spaces",
+    *TOKENIZER_TEXTS,
     "a<br\x85/>b a<br\ufeff/>b ka\u093e x\u20dd y\u0301 a\x1cb c\x85d e\ufeffg h\u200bi",
     "x_y a\u200dz 3²½ lo\u0301west ne\u0308wer",
     "a",
@@ -362,12 +358,6 @@ def test_bpe_js_refuses_bad_input_by_name(index: int):
 # --- the HTML -----------------------------------------------------------------------------------
 
 
-def _attribute(markup: str, name: str) -> str:
-    found = re.search(f'data-{name}="([^"]*)"', markup)
-    assert found, name
-    return found.group(1)
-
-
 def test_bpe_live_html_is_self_contained_stable_and_compact():
     markup = bpe_live().data
     assert 'id="attnlib-live-bpe" data-explorer="bpe"' in markup
@@ -376,7 +366,7 @@ def test_bpe_live_html_is_self_contained_stable_and_compact():
     assert attnlib.live.script_source("encoder.js") not in markup
     assert markup.count("<script>") == markup.count("</script>") == 1 and "src=" not in markup
     assert bpe_live().data == markup, "the snippet must be the same every time"
-    assert (_attribute(markup, "vocabulary"), _attribute(markup, "step")) == ("toy", "8")
+    assert (data_attribute(markup, "vocabulary"), data_attribute(markup, "step")) == ("toy", "8")
     # 8,027 merges as 13-bit id pairs: 34,784 base64 characters, against 79,679 as text
     packed = compact_vocabulary(shipped_tokenizer())
     assert (packed["width"], packed["count"], len(packed["merges"])) == (13, 8027, 34_784)
@@ -384,8 +374,7 @@ def test_bpe_live_html_is_self_contained_stable_and_compact():
 
 
 def test_without_javascript_the_page_says_what_it_would_show():
-    snapshot = bpe_live().data.split("<script>")[0]
-    assert attnlib.live.FALLBACK in snapshot
+    snapshot = fallback_snapshot(bpe_live().data)
     assert "the text \u201cthe lowest and the newest\u201d (25 characters)" in snapshot
     assert "after step 8 of 8: 15 tokens" in snapshot
     assert "The merge of this step is ne + west&lt;/w&gt; (merge 8 of the learned list)" in snapshot

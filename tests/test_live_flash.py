@@ -6,10 +6,8 @@ every number of every step must match to 1e-9. All cases go through one node pro
 
 from __future__ import annotations
 
-import html
 import json
 import math
-import re
 from functools import cache
 from pathlib import Path
 
@@ -19,14 +17,15 @@ import pytest
 import attnlib.live
 from attnlib import reference
 from attnlib.live.flash_explorer import EXAMPLES, example_values, flash_live
-from tests.helpers import node_answers
+from tests.helpers import case_harness, data_attribute, node_answers
 
 FLASH_JS = Path(attnlib.live.__file__).with_name("flash.js")
 TOLERANCE = 1e-9
 
 # Reads a JSON list of cases on stdin, answers a JSON list of results (or {"error": message}).
 # Scores travel as numbers or the strings "-inf", "inf", "nan"; -Infinity comes back as "-inf".
-HARNESS = """
+HARNESS = case_harness(
+    """
 const flash = require(process.argv[1]);
 const special = { "-inf": -Infinity, inf: Infinity, nan: NaN };
 const score = (s) => (typeof s === "string" ? special[s] : s);
@@ -36,15 +35,9 @@ const run = {
   softmax: (c) => flash.softmaxRow(c.row.map(score)),
   parse: (c) => flash.parseRow(c.text),
 };
-const results = cases.map((c) => {
-  try {
-    return { value: run[c.kind](c) };
-  } catch (error) {
-    return { error: error.message };
-  }
-});
-process.stdout.write(JSON.stringify(results, (k, v) => (v === -Infinity ? "-inf" : v)));
-"""
+""",
+    '(k, v) => (v === -Infinity ? "-inf" : v)',
+)
 
 
 def _scores(row) -> list:
@@ -194,12 +187,6 @@ def test_parse_row(index: int):
 # --- the HTML ---------------------------------------------------------------------------------
 
 
-def _attribute(markup: str, name: str) -> str:
-    found = re.search(f'data-{name}="([^"]*)"', markup)
-    assert found, name
-    return html.unescape(found.group(1))
-
-
 def test_flash_live_html_is_self_contained_and_stable():
     markup = flash_live().data
     assert (
@@ -213,16 +200,16 @@ def test_flash_live_html_is_self_contained_and_stable():
     assert flash_live().data == markup, (
         "the snippet must be the same every time (nbval compares it)"
     )
-    examples = json.loads(_attribute(markup, "examples"))
+    examples = json.loads(data_attribute(markup, "examples"))
     assert list(examples) == list(EXAMPLES)
     assert examples["masked keys"][:5] == ["-inf", "-inf", "-inf", "-inf", 0.5]
-    np.testing.assert_array_equal(json.loads(_attribute(markup, "values")), example_values())
-    assert _attribute(markup, "block") == "4"
+    np.testing.assert_array_equal(json.loads(data_attribute(markup, "values")), example_values())
+    assert data_attribute(markup, "block") == "4"
 
 
 def test_flash_live_custom_rows_values_and_bad_input():
     markup = flash_live({"mine": [3.0, -math.inf, 1.0]}, np.ones((5, 2)), block_size=2).data
-    assert json.loads(_attribute(markup, "examples")) == {"mine": [3.0, "-inf", 1.0]}
+    assert json.loads(data_attribute(markup, "examples")) == {"mine": [3.0, "-inf", 1.0]}
     with pytest.raises(ValueError, match="example 'long' has 6 scores; the values allow 1 to 5"):
         flash_live({"long": [0.0] * 6}, np.ones((5, 2)))
     with pytest.raises(ValueError, match=r"example 'bad' contains NaN or \+inf"):

@@ -35,7 +35,7 @@ from attnlib.live.imdb import (
 )
 from attnlib.tasks import imdb as task
 from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
-from tests.helpers import node_answers
+from tests.helpers import TOKENIZER_TEXTS, node_answers
 
 LIVE = Path(attnlib.live.__file__).parent
 IMDB_JS = LIVE / "imdb.js"
@@ -173,12 +173,7 @@ CRAFTED = [
     "the film was good",
     "the film was not bad",
     "Terrible.<br /><br />Just terrible!!! 0/10, would NOT watch again...",
-    "Café, naïve, résumé: Amélie (2001) is très charmant — a 10/10 <br/>film",
-    "I typed [CLS] and [MASK] and [SEP]x[PAD] into my review [UNK]",
-    "snake_case_words and CamelCase and ALLCAPS don't, won't, can't... ?!?! ;-)",
-    "ΟΔΟΣ ΟΔΟΣ ΟΔΟΣ İstanbul straße ﬁne ½ ² ① Ⅻ",
-    "Emoji 😀👍🏽 and snowmen ☃☃ and 漢字かなカナ and \u200d joiners \u0301 alone",
-    "tabs\tand\nnewlines\r\nand\u00a0non-breaking\u2003spaces",
+    *TOKENIZER_TEXTS,
     # A spacing combining mark (Mc) is stripped; <br> with Rust's whitespace, not JavaScript's.
     "ka\u093e and a<br\x85/>b and c<br\ufeff/>d",
     "a",

@@ -26,14 +26,15 @@ import attnlib.live
 from attnlib import attend, reference
 from attnlib.live.qkv_explorer import SCRIPTS, Sentence, qkv_live
 from attnlib.transformer import sinusoidal_encoding
-from tests.helpers import node_answers
+from tests.helpers import case_harness, fallback_snapshot, node_answers, of_kind
 
 QKV_JS = Path(attnlib.live.__file__).with_name("qkv.js")
 CHAPTER = Path(__file__).resolve().parents[1] / "notebooks" / "06_self_attention_qkv.ipynb"
 TOLERANCE = 1e-12
 
 # Reads a JSON list of cases on stdin, answers a JSON list of results (or {"error": message}).
-HARNESS = """
+HARNESS = case_harness(
+    """
 const qkv = require(process.argv[1]);
 const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 function lcg(seed) {  // a seeded stand-in for Math.random
@@ -52,15 +53,8 @@ const run = {
   },
   softmax: (c) => qkv.softmax(c.row),
 };
-const results = cases.map((c) => {
-  try {
-    return { value: run[c.kind](c) };
-  } catch (error) {
-    return { error: error.message };
-  }
-});
-process.stdout.write(JSON.stringify(results));
 """
+)
 
 
 # --- the chapter's data, built as chapter 06 builds it -------------------------------------------
@@ -245,8 +239,7 @@ def node_results() -> tuple[dict, ...]:
 
 def answers(kind: str) -> list[tuple[dict, dict]]:
     """(case, node's answer) for every case of one kind."""
-    pairs = zip(cases(), node_results(), strict=True)
-    return [(case, result) for case, result in pairs if case["kind"] == kind]
+    return of_kind(kind, cases(), node_results())
 
 
 def oracle(case: dict) -> reference.SentenceAttention:
@@ -455,8 +448,7 @@ def test_qkv_live_html_is_self_contained_and_stable():
 
 
 def test_without_javascript_the_page_says_what_it_would_show():
-    snapshot = qkv_live(*chapter_sentences()).data.split("<script>")[0]
-    assert attnlib.live.FALLBACK in snapshot
+    snapshot = fallback_snapshot(qkv_live(*chapter_sentences()).data)
     assert (
         "the query of \u201cit\u201d puts its largest weight, 0.6528, on \u201ccat\u201d"
         in snapshot

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from functools import cache
 from pathlib import Path
 
@@ -24,14 +23,15 @@ import attnlib.live
 from attnlib import reference
 from attnlib.live.recipe_explorer import CLASS_COUNTS, SCHEDULES, recipe_live
 from attnlib.schedules import cosine_decay, linear_warmup_decay, noam
-from tests.helpers import node_answers
+from tests.helpers import case_harness, data_attribute, fallback_snapshot, node_answers, of_kind
 
 RECIPE_JS = Path(attnlib.live.__file__).with_name("recipe.js")
 RTOL, ATOL = 1e-12, 1e-15
 
 # Reads a JSON list of cases on stdin, answers a JSON list of results (or {"error": message});
 # Infinity travels as the string "inf".
-HARNESS = """
+HARNESS = case_harness(
+    """
 const recipe = require(process.argv[1]);
 const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const knobs = (c) => ({ dModel: c.d_model, warmup: c.warmup, total: c.total, final: c.final });
@@ -56,15 +56,9 @@ const run = {
   loss: (c) => recipe.smoothedLoss(c.k, c.epsilon, c.gap),
   probabilities: (c) => recipe.gapProbabilities(c.k, c.gap),
 };
-const results = cases.map((c) => {
-  try {
-    return { value: run[c.kind](c) };
-  } catch (error) {
-    return { error: error.message };
-  }
-});
-process.stdout.write(JSON.stringify(results, (k, v) => (v === Infinity ? "inf" : v)));
-"""
+""",
+    '(k, v) => (v === Infinity ? "inf" : v)',
+)
 
 # --- the cases -------------------------------------------------------------------------------
 
@@ -182,8 +176,7 @@ def node_results() -> tuple[dict, ...]:
 
 def answers(kind: str) -> list[tuple[dict, dict]]:
     """(case, node's answer) for every case of one kind."""
-    pairs = zip(cases(), node_results(), strict=True)
-    return [(case, result) for case, result in pairs if case["kind"] == kind]
+    return of_kind(kind, cases(), node_results())
 
 
 def oracle(case: dict, steps: np.ndarray) -> np.ndarray:
@@ -338,12 +331,6 @@ def test_label_smoothing_refuses_bad_knobs(index: int):
 # --- the HTML ----------------------------------------------------------------------------------
 
 
-def _attribute(markup: str, name: str) -> str:
-    found = re.search(f'data-{name}="([^"]*)"', markup)
-    assert found, name
-    return found.group(1)
-
-
 def test_recipe_live_html_is_self_contained_and_stable():
     markup = recipe_live().data
     assert 'id="attnlib-live-recipe" data-explorer="recipe"' in markup
@@ -352,15 +339,16 @@ def test_recipe_live_html_is_self_contained_and_stable():
     assert attnlib.live.script_source("encoder.js") not in markup  # only the three it needs
     assert markup.count("<script>") == markup.count("</script>") == 1 and "src=" not in markup
     assert recipe_live().data == markup, "the snippet must be the same every time"
-    starts = {name: _attribute(markup, name) for name in ("schedule", "d-model", "warmup", "total")}
+    starts = {
+        name: data_attribute(markup, name) for name in ("schedule", "d-model", "warmup", "total")
+    }
     assert starts == {"schedule": "noam", "d-model": "512", "warmup": "4000", "total": "20000"}
-    assert json.loads(_attribute(markup, "classes")) == list(CLASS_COUNTS)
-    assert (_attribute(markup, "k"), _attribute(markup, "epsilon")) == ("4", "0.1")
+    assert json.loads(data_attribute(markup, "classes")) == list(CLASS_COUNTS)
+    assert (data_attribute(markup, "k"), data_attribute(markup, "epsilon")) == ("4", "0.1")
 
 
 def test_without_javascript_the_page_says_what_it_would_show():
-    snapshot = recipe_live().data.split("<script>")[0]
-    assert attnlib.live.FALLBACK in snapshot
+    snapshot = fallback_snapshot(recipe_live().data)
     # the chapter's numbers: Noam's peak d^-0.5 w^-0.5 at s = w, q' and H(q') for K = 4
     assert "peaks at 6.988e-4 at step s = 4000" in snapshot
     assert "puts 0.9250 on the true class and 0.0250 on each other one" in snapshot
@@ -369,7 +357,7 @@ def test_without_javascript_the_page_says_what_it_would_show():
     text = other.data.split("<script>")[0]
     assert "linear decay to f = 0" in text and "peaks at 1.0000 at step s = 1000" in text
     assert "H(q') = 0.0000 nats, reached at a logit gap of \u221e" in text
-    assert json.loads(_attribute(other.data, "classes")) == sorted({*CLASS_COUNTS, 7})
+    assert json.loads(data_attribute(other.data, "classes")) == sorted({*CLASS_COUNTS, 7})
 
 
 def test_recipe_live_refusals_name_the_problem():

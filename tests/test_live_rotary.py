@@ -18,12 +18,13 @@ import attnlib.live
 from attnlib.live import script_source
 from attnlib.live.rotary_explorer import example_vectors, rotary_live
 from attnlib.positions import apply_rotary
-from tests.helpers import node_answers
+from tests.helpers import case_harness, node_answers, of_kind
 
 ROTARY_JS = Path(attnlib.live.__file__).with_name("rotary.js")
 TOLERANCE = 1e-9
 
-HARNESS = """
+HARNESS = case_harness(
+    """
 const rotary = require(process.argv[1]);
 const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const run = {
@@ -36,15 +37,8 @@ const run = {
   shift: (c) => rotary.shiftError(c.q, c.k, c.m, c.n, c.shifts, c.base),
   parse: (c) => rotary.parseVector(c.text, c.name),
 };
-const results = cases.map((c) => {
-  try {
-    return { value: run[c.kind](c) };
-  } catch (error) {
-    return { error: error.message };
-  }
-});
-process.stdout.write(JSON.stringify(results));
 """
+)
 
 
 # --- the NumPy oracle ------------------------------------------------------------------------
@@ -141,8 +135,7 @@ def node_results() -> tuple[dict, ...]:
 
 def answers(kind: str) -> list[tuple[dict, dict]]:
     """(case, node's answer) for every case of one kind."""
-    pairs = zip(cases(), node_results(), strict=True)
-    return [(case, result) for case, result in pairs if case["kind"] == kind]
+    return of_kind(kind, cases(), node_results())
 
 
 # --- the tests -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import attnlib.live
 from attnlib import reference
 from attnlib.live.stack_explorer import CHAPTER_BATCH, norms_live, stack_live
 from attnlib.transformer import EncoderLayer
-from tests.helpers import node_answers
+from tests.helpers import case_harness, node_answers
 
 STACK_JS = Path(attnlib.live.__file__).with_name("stack.js")
 NORM_TOL = 1e-12
@@ -38,7 +38,8 @@ WEIGHT_NAMES = {
     "W_2": "feed_forward.linear2.weight",
 }
 
-HARNESS = """
+HARNESS = case_harness(
+    """
 const stack = require(process.argv[1]);
 const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const run = {
@@ -53,15 +54,8 @@ const run = {
   }),
   profile: (c) => stack.stackProfile(c.norm_first, c.layers, c.seed, c.std),
 };
-const results = cases.map((c) => {
-  try {
-    return { value: run[c.kind](c) };
-  } catch (error) {
-    return { error: error.message };
-  }
-});
-process.stdout.write(JSON.stringify(results));
 """
+)
 
 UNIFORM_CASES = [
     {"kind": "uniform", "seed": seed, "stream": stream, "count": 50}

@@ -237,31 +237,20 @@ def test_live_refuses_bad_input(change, error, message):
     assert message in str(raised.value)
 
 
+def tiny_model(t, target_pad_id: int | None = None, **options) -> EncoderDecoder:
+    """An untrained 8-wide, one-layer model of the task's vocabularies, with ``options``."""
+    sizes = dict(d_model=8, num_heads=2, num_layers=1, d_ff=8)
+    config = TransformerConfig(vocab_size=len(t.source_vocab), **sizes, **options)
+    return EncoderDecoder(config, len(t.target_vocab), target_pad_id)
+
+
 def test_live_refuses_vocabulary_of_another_size_and_unported_options():
     t = task()
     with pytest.raises(ValueError, match="target_vocab has 42 symbols but the model's has 15"):
         transformer_translator_live(models()["chapter"], t.source_vocab, t.source_vocab)
-    config = TransformerConfig(
-        vocab_size=len(t.source_vocab),
-        d_model=8,
-        num_heads=2,
-        num_layers=1,
-        d_ff=8,
-        activation="gelu",
-    )
-    gelu = EncoderDecoder(config, len(t.target_vocab), t.target_vocab.pad_id)
+    gelu = tiny_model(t, t.target_vocab.pad_id, activation="gelu")
     with pytest.raises(ValueError, match="relu feed-forwards only, got 'gelu'"):
         transformer_translator_live(gelu, t.source_vocab, t.target_vocab)
-    grouped = EncoderDecoder(
-        TransformerConfig(
-            vocab_size=len(t.source_vocab),
-            d_model=8,
-            num_heads=2,
-            num_layers=1,
-            d_ff=8,
-            decoder_kv_heads=1,
-        ),
-        len(t.target_vocab),
-    )
+    grouped = tiny_model(t, decoder_kv_heads=1)
     with pytest.raises(ValueError, match="decoder_kv_heads=1 for num_heads=2"):
         transformer_translator_live(grouped, t.source_vocab, t.target_vocab)

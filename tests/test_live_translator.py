@@ -334,6 +334,19 @@ def small_models(task) -> dict:
     return {kind: untrained(kind, task, seed=i) for i, kind in enumerate(("bahdanau", "none"))}
 
 
+def sample_page(models: dict, task) -> str:
+    """translator_live's markup for ``models`` with every option set, on one example."""
+    return translator_live(
+        models,
+        task.source_vocab,
+        task.target_vocab,
+        "21.11.26",
+        target="2026-11-21",
+        start="none",
+        examples=["3 mar 1999"],
+    ).data
+
+
 def test_model_spec_ships_the_state_dict_as_float32() -> None:
     task = date_task()
     model = untrained("luong-additive", task)
@@ -354,15 +367,7 @@ def test_model_spec_ships_the_state_dict_as_float32() -> None:
 def test_translator_live_carries_models_vocabularies_and_a_snapshot() -> None:
     task = date_task()
     models = small_models(task)
-    markup = translator_live(
-        models,
-        task.source_vocab,
-        task.target_vocab,
-        "21.11.26",
-        target="2026-11-21",
-        start="none",
-        examples=["3 mar 1999"],
-    ).data
+    markup = sample_page(models, task)
     assert 'data-explorer="translator"' in markup and 'data-start="1"' in markup
     assert translator_script() in markup
     for name in ("seq2seq.js", "translator_explorer.js"):
@@ -373,15 +378,7 @@ def test_translator_live_carries_models_vocabularies_and_a_snapshot() -> None:
     ).text
     assert f"bahdanau: <code>{expected or '(nothing)'}</code>" in markup
     assert "none, step by step" in markup
-    again = translator_live(
-        models,
-        task.source_vocab,
-        task.target_vocab,
-        "21.11.26",
-        target="2026-11-21",
-        start="none",
-        examples=["3 mar 1999"],
-    ).data
+    again = sample_page(models, task)
     assert again == markup, "the same models must give the same page (stored outputs)"
 
 

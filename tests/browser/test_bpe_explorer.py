@@ -17,18 +17,25 @@ from pathlib import Path
 
 import pytest
 
-from attnlib import live, reference
+from attnlib import reference
 from attnlib.data.bpe import ARTICLE_MERGES
 from attnlib.live.bpe_explorer import bpe_live, real_words, shipped_tokenizer
 
 from .conftest import ROOT, WatchedPage, explorer_page_url
-from .helpers import serve_folder, standalone_page
+from .helpers import (
+    PHONE,
+    assert_nothing_sticks_out,
+    assert_page_within,
+    fresh_page,
+    mounted,
+    no_script_texts,
+    serve_page,
+)
 from .test_jupyterlab import lab, open_stored, wait_for_idle_kernel  # noqa: F401
 
 CHAPTER = ROOT / "notebooks" / "11_tokenization_bpe.ipynb"
 CHAPTER_PAGE = "notebooks/11_tokenization_bpe"
 HOOK = '.attnlib-live[data-explorer="bpe"]'
-PHONE = {"width": 375, "height": 800}
 # A sentence for every part of the pipeline: capitals, punctuation, an accent, a word the toy
 # merges cut, an emoji (no token: [UNK]) and a special token typed as text.
 TYPED = "The lowest, NEWEST café: lovingly \U0001f600 [MASK] widest"
@@ -179,18 +186,8 @@ def check_bpe_explorer(root) -> None:
 @pytest.fixture(scope="module")
 def bpe_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A page with the explorer at its defaults, outside the book, on 127.0.0.1."""
-    folder = tmp_path_factory.mktemp("bpe-explorer")
-    standalone_page(folder, [bpe_live().data])
-    with serve_folder(folder) as url:
+    with serve_page(tmp_path_factory, "bpe-explorer", [bpe_live().data]) as url:
         yield url
-
-
-def mounted(page, url: str):
-    page.goto(url, wait_until="load")
-    root = page.locator(f"{HOOK}[data-mounted]")
-    assert root.count() == 1, f"{url}: {root.count()} mounted BPE explorers, expected one"
-    root.scroll_into_view_if_needed()
-    return root
 
 
 @pytest.mark.parametrize("where", ["standalone", "book"])
@@ -198,7 +195,7 @@ def test_bpe_explorer_cuts_text_as_attnlib_does(
     request: pytest.FixtureRequest, watched_page: WatchedPage, screenshots: Path, where: str
 ) -> None:
     url = explorer_page_url(request, where, CHAPTER_PAGE, "bpe_url")
-    root = mounted(watched_page.page, url)
+    root = mounted(watched_page.page, HOOK, url)
     check_bpe_explorer(root)
     if where == "standalone":
         set_step(root, 3)
@@ -213,22 +210,14 @@ def test_bpe_explorer_fits_a_phone_and_says_what_it_shows_without_javascript(
     """At 375 px nothing scrolls sideways and the chips stay readable; with JavaScript off, the
     snapshot names the step and token count the explorer opens with."""
     url = explorer_page_url(request, where, CHAPTER_PAGE, "bpe_url")
-    phone = browser.new_context(viewport=PHONE)
-    try:
-        page = phone.new_page()
-        root = mounted(page, url)
+    with fresh_page(browser, viewport=PHONE) as page:
+        root = mounted(page, HOOK, url)
         vocabulary = root.get_attribute("data-vocabulary") or "toy"
         typed = TYPED + " " + LONG_WORD[:300]  # a long word must wrap
         control(root, "text").fill(typed)
         expect_chips(root, final_tokens(vocabulary, typed), "on a phone")
-        width = page.evaluate("() => document.documentElement.scrollWidth")
-        assert width <= PHONE["width"] + 1, f"the page is {width}px wide on a 375px phone"
-        overflowing = root.evaluate(
-            """(root) => Array.from(root.querySelectorAll("*")).filter((el) =>
-                el.getClientRects().length > 0 && el.getBoundingClientRect().right >
-                root.getBoundingClientRect().right + 1).map((el) => el.tagName)"""
-        )
-        assert overflowing == [], f"sticking out of the explorer at 375 px: {overflowing}"
+        assert_page_within(page, PHONE["width"] + 1, "on a phone")
+        assert_nothing_sticks_out(root, "on a phone")
         sizes = (
             readout(root, "tokens")
             .locator(".al-token")
@@ -255,18 +244,9 @@ def test_bpe_explorer_fits_a_phone_and_says_what_it_shows_without_javascript(
             readout(root, "step").inner_text().split(" of ")[1],
             readout(root, "tokens-count").inner_text(),
         )
-    finally:
-        phone.close()
-    off = browser.new_context(java_script_enabled=False)
-    try:
-        page = off.new_page()
-        page.goto(url, wait_until="load")
-        text = " ".join(page.locator(HOOK).inner_text().split())
-        assert live.FALLBACK in text, "no fallback text without JavaScript"
-        phrase = f"after step {opens[0]} of {opens[0]}: {opens[1]} tokens"
-        assert phrase in text, f"the snapshot does not say {phrase!r}: {text}"
-    finally:
-        off.close()
+    [text] = no_script_texts(browser, url, HOOK)
+    phrase = f"after step {opens[0]} of {opens[0]}: {opens[1]} tokens"
+    assert phrase in text, f"the snapshot does not say {phrase!r}: {text}"
 
 
 KEYSTROKE_PROBE = """() => {
@@ -292,7 +272,7 @@ def test_a_200000_character_word_never_blocks_typing(watched_page: WatchedPage, 
     """Each keystroke in a 200,000-character word returns at once; the merging that follows
     runs in short slices; the result is the real tokenizer's."""
     page = watched_page.page
-    root = mounted(page, f"{bpe_url}index.html")
+    root = mounted(page, HOOK, f"{bpe_url}index.html")
     control(root, "vocabulary").select_option("real")
     page.evaluate(KEYSTROKE_PROBE)
     control(root, "text").evaluate(
@@ -336,9 +316,7 @@ def test_chapter_11_explorer_cuts_text_in_jupyterlab(
     """Chapter 11 as stored (a trusted copy, not run again): the explorer in its output."""
     page = watched_page.page
     open_stored(lab, page, CHAPTER, "bpe")
-    root = page.locator(f".jp-OutputArea-output {HOOK}[data-mounted]")
-    assert root.count() == 1, f"{root.count()} BPE explorers in chapter 11's outputs"
-    root.scroll_into_view_if_needed()
+    root = mounted(page, f".jp-OutputArea-output {HOOK}", what="chapter 11's outputs")
     check_bpe_explorer(root)
     # The keyboard reaches the explorer, not JupyterLab's shortcuts: typing and the arrow keys.
     box = control(root, "text")

@@ -21,7 +21,7 @@ from attnlib.tasks import imdb as task
 from attnlib.tasks.imdb_train import SHIPPED_MODEL, load_trained
 
 from .conftest import HTML, WatchedPage, open_watched
-from .helpers import HALF_UNIT
+from .helpers import HALF_UNIT, PHONE, assert_box_within, fresh_page
 
 CHAPTER_13 = "notebooks/13_imdb_encoder"
 REVIEWS = {
@@ -173,30 +173,21 @@ def test_an_empty_review_asks_for_one_instead_of_a_prediction(chapter_13) -> Non
 
 
 def test_fits_a_phone_and_shows_the_snapshot_without_javascript(book_url: str, browser) -> None:
-    phone = browser.new_context(viewport={"width": 375, "height": 800})
-    try:
-        page = phone.new_page()
+    with fresh_page(browser, viewport=PHONE) as page:
         page.goto(f"{book_url}{CHAPTER_13}.html", wait_until="load")
         root = page.locator('.attnlib-live[data-explorer="imdb"]')
         root.scroll_into_view_if_needed()
         root.locator('[data-control="load"]').click()
         wait_for_prediction(page, root, 1)
-        box = root.bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 376
+        assert_box_within(root, PHONE["width"] + 1, "on a phone")
         canvas = root.locator('[data-readout="heatmap"]').bounding_box()
         assert canvas is not None and canvas["x"] + canvas["width"] <= 376
-    finally:
-        phone.close()
-    off = browser.new_context(java_script_enabled=False)
-    try:
-        page = off.new_page()
+    with fresh_page(browser, java_script_enabled=False) as page:
         page.goto(f"{book_url}{CHAPTER_13}.html", wait_until="load")
         text = page.locator('.attnlib-live[data-explorer="imdb"]').inner_text()
         assert "JavaScript" in text and "snapshot" in text
         assert f"P(positive) = {python_probability(EXAMPLE):.4f}" in text
         assert page.locator('.attnlib-live[data-explorer="imdb"] img').count() == 1
-    finally:
-        off.close()
 
 
 def test_chapter_13_page_holds_the_explorer_and_the_model_files() -> None:

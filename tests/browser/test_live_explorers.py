@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +31,13 @@ from attnlib.widgets import parse_matrix
 
 from .conftest import HTML, WatchedPage, explorer_page_url
 from .helpers import (
+    PHONE,
+    assert_box_within,
+    assert_page_within,
     cell_pattern,
     expect_cells,
-    serve_folder,
-    standalone_page,
+    fresh_page,
+    serve_page,
     toc_docnames,
     wait_for_widgets,
 )
@@ -91,8 +94,6 @@ class Explorer:
 def open_explorer(book_url: str, watched_page: WatchedPage) -> Iterator:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-    opened: list[Explorer] = []
-
     def open_(docname: str, name: str) -> Explorer:
         watched_page.page.goto(f"{book_url}{docname}.html", wait_until="load")
         explorer = Explorer(watched_page, name)
@@ -104,11 +105,22 @@ def open_explorer(book_url: str, watched_page: WatchedPage) -> Iterator:
         if count != 1:
             hooks = f'.attnlib-live[data-explorer="{name}"]'
             raise AssertionError(f"{docname}: {count} live explorers {hooks}, expected one")
+        return explorer
+
+    yield from checked_afterwards(open_)
+
+
+def checked_afterwards(open_: Callable[[str, str], Explorer]) -> Iterator:
+    """Yield ``open_``, each explorer it opens scrolled into view; then check each stayed clean."""
+    opened: list[Explorer] = []
+
+    def open_in_view(first: str, name: str) -> Explorer:
+        explorer = open_(first, name)
         explorer.root.scroll_into_view_if_needed()
         opened.append(explorer)
         return explorer
 
-    yield open_
+    yield open_in_view
     # No script error and no outside request while the reader plays with it (how the page
     # itself loads is test_book_in_browser's business).
     for explorer in opened:
@@ -293,16 +305,13 @@ def standalone_snippets() -> list[str]:
 @pytest.fixture(scope="session")
 def standalone_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A page with the three explorers, outside the book, served on 127.0.0.1."""
-    folder = tmp_path_factory.mktemp("live-explorers")
-    standalone_page(folder, standalone_snippets())
-    with serve_folder(folder) as url:
+    with serve_page(tmp_path_factory, "live-explorers", standalone_snippets()) as url:
         yield url
 
 
 @pytest.fixture
 def open_live(request: pytest.FixtureRequest, watched_page: WatchedPage) -> Iterator:
     """open_live(where, name): the explorer on the standalone page or on its chapter's page."""
-    opened: list[Explorer] = []
 
     def open_(where: str, name: str) -> Explorer:
         url = explorer_page_url(request, where, CHAPTER_PAGES[name], "standalone_url")
@@ -312,13 +321,9 @@ def open_live(request: pytest.FixtureRequest, watched_page: WatchedPage) -> Iter
         count = watched_page.page.locator(hooks).count()
         if count != 1:
             raise AssertionError(f"{url}: {count} mounted explorers {hooks}, expected one")
-        explorer.root.scroll_into_view_if_needed()
-        opened.append(explorer)
         return explorer
 
-    yield open_
-    for explorer in opened:
-        explorer.watched.watch.assert_clean(f"explorer {explorer.name}", scripts_only=True)
+    yield from checked_afterwards(open_)
 
 
 def attribute_json(explorer: Explorer, name: str):
@@ -603,28 +608,18 @@ def test_explorers_fit_a_phone_and_fall_back_without_javascript(
     standalone_url: str, browser
 ) -> None:
     """At 375 px the page does not scroll sideways; with JavaScript off the fallback shows."""
-    phone = browser.new_context(viewport={"width": 375, "height": 800})
-    try:
-        page = phone.new_page()
+    with fresh_page(browser, viewport=PHONE) as page:
         page.goto(f"{standalone_url}index.html", wait_until="load")
         for name in CHAPTER_PAGES:
             root = page.locator(f'.attnlib-live[data-explorer="{name}"][data-mounted]')
             assert root.count() == 1, f"{name} did not mount at phone width"
-            box = root.bounding_box()
-            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 376, name
-        width = page.evaluate("() => document.documentElement.scrollWidth")
-        assert width <= 376, f"the page is {width}px wide on a 375px phone"
-    finally:
-        phone.close()
-    off = browser.new_context(java_script_enabled=False)
-    try:
-        page = off.new_page()
+            assert_box_within(root, PHONE["width"] + 1, name)
+        assert_page_within(page, PHONE["width"] + 1, "on a phone")
+    with fresh_page(browser, java_script_enabled=False) as page:
         page.goto(f"{standalone_url}index.html", wait_until="load")
         for name in CHAPTER_PAGES:
             text = page.locator(f'.attnlib-live[data-explorer="{name}"]').inner_text()
             assert live.FALLBACK in text, f"{name}: no fallback text without JavaScript"
-    finally:
-        off.close()
 
 
 @pytest.mark.parametrize("name", list(CHAPTER_PAGES))

@@ -18,17 +18,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnlib import live, reference
+from attnlib import reference
 from attnlib.live.qkv_explorer import qkv_live
 from tests.test_live_qkv import CHAPTER, chapter_sentences
 
 from .conftest import WatchedPage, explorer_page_url
-from .helpers import expect_cells, four_decimals, serve_folder, standalone_page
+from .helpers import (
+    PHONE,
+    assert_fits_phone,
+    expect_cells,
+    four_decimals,
+    fresh_page,
+    mounted,
+    no_script_texts,
+    serve_page,
+)
 from .test_jupyterlab import Lab, lab, open_stored  # noqa: F401 (lab: the fixture)
 
 CHAPTER_PAGE = "notebooks/06_self_attention_qkv"
 HOOK = '.attnlib-live[data-explorer="qkv"]'
-PHONE = {"width": 375, "height": 800}
 SMALLEST_TEXT_PX = 11
 ROUNDING = 1e-12
 
@@ -242,9 +250,7 @@ def check_chapter_story(root) -> None:
 @pytest.fixture(scope="module")
 def qkv_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A page with the explorer on the chapter's data, outside the book, on 127.0.0.1."""
-    folder = tmp_path_factory.mktemp("qkv-explorer")
-    standalone_page(folder, [qkv_live(*chapter_sentences()).data])
-    with serve_folder(folder) as url:
+    with serve_page(tmp_path_factory, "qkv-explorer", [qkv_live(*chapter_sentences()).data]) as url:
         yield url
 
 
@@ -253,11 +259,7 @@ def test_qkv_explorer_computes_what_the_oracle_does(
     request: pytest.FixtureRequest, watched_page: WatchedPage, screenshots: Path, where: str
 ) -> None:
     url = explorer_page_url(request, where, CHAPTER_PAGE, "qkv_url")
-    page = watched_page.page
-    page.goto(url, wait_until="load")
-    root = page.locator(f"{HOOK}[data-mounted]")
-    assert root.count() == 1, f"{url}: {root.count()} mounted qkv explorers, expected one"
-    root.scroll_into_view_if_needed()
+    root = mounted(watched_page.page, HOOK, url)
     check_chapter_story(root)
     check_qkv_explorer(root)
     if where == "standalone":
@@ -270,16 +272,7 @@ def test_qkv_explorer_computes_what_the_oracle_does(
 
 def assert_fits(page, root, what: str) -> None:
     """Nothing wider than the phone, nothing sticking out of the explorer, text readable."""
-    box = root.bounding_box()
-    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 376, (what, box)
-    width = page.evaluate("() => document.documentElement.scrollWidth")
-    assert width <= 376, f"{what}: the page is {width}px wide on a 375px phone"
-    overflowing = root.evaluate(
-        """(root) => Array.from(root.querySelectorAll("*")).filter((el) =>
-            el.getClientRects().length > 0 && el.getBoundingClientRect().right >
-            root.getBoundingClientRect().right + 1).map((el) => el.tagName)"""
-    )
-    assert overflowing == [], f"{what}: sticking out of the explorer at 375 px: {overflowing}"
+    assert_fits_phone(page, root, what)
     smallest = root.evaluate(
         """(root) => Math.min(...Array.from(root.querySelectorAll("td, th, label, p, span"))
             .filter((el) => el.getClientRects().length > 0 && el.textContent.trim())
@@ -295,13 +288,8 @@ def test_qkv_explorer_fits_a_phone_and_says_what_it_shows_without_javascript(
     """At 375 px nothing scrolls sideways, for every sentence; with JavaScript off, the
     snapshot names the numbers the explorer shows."""
     url = explorer_page_url(request, where, CHAPTER_PAGE, "qkv_url")
-    phone = browser.new_context(viewport=PHONE)
-    try:
-        page = phone.new_page()
-        page.goto(url, wait_until="load")
-        root = page.locator(f"{HOOK}[data-mounted]")
-        assert root.count() == 1, f"the explorer did not mount at phone width ({where})"
-        root.scroll_into_view_if_needed()
+    with fresh_page(browser, viewport=PHONE) as page:
+        root = mounted(page, HOOK, url, what=f"phone width ({where})")
         assert_fits(page, root, "as it opens")
         firsts = []
         examples = json.loads(root.get_attribute("data-examples"))
@@ -320,22 +308,13 @@ def test_qkv_explorer_fits_a_phone_and_says_what_it_shows_without_javascript(
         assert reversed_shift["shifts"][0] > 1e-3
         if where == "standalone":
             page.screenshot(path=str(screenshots / "06_explorer_375.png"), full_page=True)
-    finally:
-        phone.close()
-    off = browser.new_context(java_script_enabled=False)
-    try:
-        page = off.new_page()
-        page.goto(url, wait_until="load")
-        snapshot = " ".join(page.locator(HOOK).inner_text().split())
-        assert live.FALLBACK in snapshot, "no fallback text without JavaScript"
-        for weight, word in firsts:
-            phrase = f"puts its largest weight, {weight}, on \u201c{word}\u201d"
-            assert phrase in snapshot, f"the snapshot does not say {phrase!r}: {snapshot}"
-        phrase = f"with positions added as well, it moves by up to {placed}"
+    [snapshot] = no_script_texts(browser, url, HOOK)
+    for weight, word in firsts:
+        phrase = f"puts its largest weight, {weight}, on \u201c{word}\u201d"
         assert phrase in snapshot, f"the snapshot does not say {phrase!r}: {snapshot}"
-        assert "stays the same, to rounding" in snapshot
-    finally:
-        off.close()
+    phrase = f"with positions added as well, it moves by up to {placed}"
+    assert phrase in snapshot, f"the snapshot does not say {phrase!r}: {snapshot}"
+    assert "stays the same, to rounding" in snapshot
 
 
 # --- JupyterLab, on a trusted copy of the chapter with its stored outputs ----------------------
@@ -351,9 +330,7 @@ def test_qkv_explorer_in_jupyterlab_on_the_stored_chapter(
     before = CHAPTER.read_bytes()
     page = watched_page.page
     open_stored(lab, page, CHAPTER, "qkv")
-    root = page.locator(f".jp-OutputArea-output {HOOK}[data-mounted]")
-    assert root.count() == 1, f"{root.count()} mounted qkv explorers in the chapter's outputs"
-    root.scroll_into_view_if_needed()
+    root = mounted(page, f".jp-OutputArea-output {HOOK}", what="the chapter's outputs")
     check_chapter_story(root)
     check_qkv_explorer(root)
     # The keyboard moves the explorer's own slider, not JupyterLab's command-mode shortcuts.

@@ -21,18 +21,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnlib import live, reference
+from attnlib import reference
 from attnlib.live.stack_explorer import INPUT_STDS, norms_live, stack_live
 
 from .conftest import HTML, ROOT, WatchedPage, explorer_page_url
-from .helpers import serve_folder, standalone_page
+from .helpers import (
+    assert_box_within,
+    assert_nothing_sticks_out,
+    assert_page_within,
+    chart_scales,
+    fresh_page,
+    mounted,
+    no_script_texts,
+    serve_page,
+)
 from .test_jupyterlab import Lab, lab, open_stored, wait_for_idle_kernel  # noqa: F401 (fixture)
 
 CHAPTER = ROOT / "notebooks" / "10_transformer_block.ipynb"
 CHAPTER_PAGE = "notebooks/10_transformer_block"
 STACK = '.attnlib-live[data-explorer="stack"]'
 NORMS = '.attnlib-live[data-explorer="norms"]'
-PHONE = {"width": 375, "height": 800}
 # The charts are drawn 360 units wide with 12-unit text: at 0.8 of that, text is 9.6 px.
 LEAST_SCALE = 0.8
 # A profile of 24 blocks takes about a second in a browser on a busy 2-core machine.
@@ -255,9 +263,9 @@ def check_norms_explorer(root) -> None:
 def stack_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A page with both explorers at their defaults (the stack with made-up measured
     profiles), outside the book, on 127.0.0.1."""
-    folder = tmp_path_factory.mktemp("stack-explorer")
-    standalone_page(folder, [norms_live().data, stack_live(MEASURED, depth=4).data])
-    with serve_folder(folder) as url:
+    with serve_page(
+        tmp_path_factory, "stack-explorer", [norms_live().data, stack_live(MEASURED, depth=4).data]
+    ) as url:
         yield url
 
 
@@ -281,11 +289,7 @@ def test_explorer_computes_what_the_oracle_does(
 ) -> None:
     url = page_url(request, where)
     hook, check = CHECKS[explorer]
-    page = watched_page.page
-    page.goto(url, wait_until="load")
-    root = page.locator(f"{hook}[data-mounted]")
-    assert root.count() == 1, f"{url}: {root.count()} mounted {explorer} explorers, expected one"
-    root.scroll_into_view_if_needed()
+    root = mounted(watched_page.page, hook, url)
     check(root)
     watched_page.watch.assert_clean(f"explorer {explorer} ({where})", scripts_only=True)
 
@@ -297,52 +301,28 @@ def test_explorers_fit_1280_and_a_phone(
     """At 1280 and 375 px nothing scrolls sideways and the charts keep readable text."""
     url = page_url(request, where)
     for width in (1280, 375):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        try:
-            page = context.new_page()
+        with fresh_page(browser, viewport={"width": width, "height": 900}) as page:
             page.goto(url, wait_until="load")
             for explorer, (hook, _) in CHECKS.items():
-                root = page.locator(f"{hook}[data-mounted]")
-                assert root.count() == 1, f"{explorer} did not mount at {width} px ({where})"
-                root.scroll_into_view_if_needed()
-                box = root.bounding_box()
-                assert box is not None and box["x"] >= 0
-                assert box["x"] + box["width"] <= width + 1, (explorer, width, box)
-                overflowing = root.evaluate(
-                    """(root) => Array.from(root.querySelectorAll("*")).filter((el) =>
-                        el.getClientRects().length > 0 && el.getBoundingClientRect().right >
-                        root.getBoundingClientRect().right + 1).map((el) => el.tagName)"""
-                )
-                assert overflowing == [], f"{explorer} sticks out at {width} px: {overflowing}"
+                what = f"{explorer} at {width} px ({where})"
+                root = mounted(page, hook, what=what)
+                assert_box_within(root, width + 1, what)
+                assert_nothing_sticks_out(root, what)
                 if where == "standalone":
                     name = "10_explorer" if explorer == "stack" else "10_norms_explorer"
                     root.screenshot(path=str(screenshots / f"{name}_{width}.png"))
-            scales = page.evaluate(
-                """() => Array.from(document.querySelectorAll("svg[data-readout]")).map((svg) =>
-                    svg.getBoundingClientRect().width / svg.viewBox.baseVal.width)"""
-            )
+            scales = chart_scales(page)
             assert len(scales) >= 2 and min(scales) >= LEAST_SCALE, f"charts shrunk to {scales}"
             fonts = page.evaluate(
                 """() => Array.from(document.querySelectorAll(".attnlib-live td"))
                     .map((td) => parseFloat(getComputedStyle(td).fontSize))"""
             )
             assert min(fonts) >= 11, f"table text at {min(fonts)} px"
-            scroll = page.evaluate("() => document.documentElement.scrollWidth")
-            assert scroll <= width, f"the page is {scroll} px wide at {width} px"
-        finally:
-            context.close()
+            assert_page_within(page, width, f"at {width} px ({where})")
 
 
 def test_without_javascript_the_snapshots_say_what_they_would_show(browser, stack_url) -> None:
-    off = browser.new_context(java_script_enabled=False)
-    try:
-        page = off.new_page()
-        page.goto(f"{stack_url}index.html", wait_until="load")
-        stack = " ".join(page.locator(STACK).inner_text().split())
-        norms = " ".join(page.locator(NORMS).inner_text().split())
-    finally:
-        off.close()
-    assert live.FALLBACK in stack and live.FALLBACK in norms
+    stack, norms = no_script_texts(browser, f"{stack_url}index.html", STACK, NORMS)
     post, pre = (profile(nf, 4, 0, 1.0)["W_2"] for nf in (False, True))
     assert f"post-LN {post[0]:.4g} at block 1 and {post[-1]:.4g} at block 4" in stack, stack
     assert f"pre-LN {pre[0]:.4g} at block 1 and {pre[-1]:.4g} at block 4" in stack, stack
@@ -374,11 +354,8 @@ def test_chapter_10_explorers_recompute_in_jupyterlab(
     page = watched_page.page
     before = CHAPTER.read_bytes()
     open_stored(lab, page, CHAPTER, "stack")
-    for explorer, (hook, check) in CHECKS.items():
-        root = page.locator(f".jp-OutputArea-output {hook}[data-mounted]")
-        assert root.count() == 1, f"{root.count()} {explorer} explorers in chapter 10's outputs"
-        root.scroll_into_view_if_needed()
-        check(root)
+    for hook, check in CHECKS.values():
+        check(mounted(page, f".jp-OutputArea-output {hook}", what="chapter 10's outputs"))
     # the keyboard reaches the explorer's own slider, not JupyterLab's shortcuts
     slider = page.locator(f".jp-OutputArea-output {STACK} [data-control='seed']")
     before_value = slider.input_value()

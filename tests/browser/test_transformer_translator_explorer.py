@@ -25,12 +25,11 @@ from attnlib.tasks.dates import DateTaskConfig, prepare
 from attnlib.tasks.dates_transformer import TRANSFORMER, TransformerSizes, new_date_model
 
 from .conftest import ROOT, WatchedPage
-from .helpers import serve_folder, standalone_page
+from .helpers import PHONE, assert_page_within, fresh_page, mounted, serve_page
 from .test_jupyterlab import Lab, lab, open_stored, wait_for_idle_kernel  # noqa: F401 (fixture)
 
 HOOK = '.attnlib-live[data-explorer="transformer-translator"]'
 CHAPTER = ROOT / "notebooks" / "14_decoder_transformer.ipynb"
-PHONE = {"width": 375, "height": 800}
 EXAMPLE = "25 august 1963"
 DATES = ["1 jan 2001", "saturday, the twenty-first of november two thousand twenty-six", "3/4/99"]
 FIRST_MS, LATER_MS = 1000.0, 100.0
@@ -55,11 +54,9 @@ def expected(text: str):
 
 @pytest.fixture(scope="module")
 def translator_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("transformer-translator")
     t = small_task()
     html = transformer_translator_live(small_model(), t.source_vocab, t.target_vocab, EXAMPLE)
-    standalone_page(folder, [html.data])
-    with serve_folder(folder) as url:
+    with serve_page(tmp_path_factory, "transformer-translator", [html.data]) as url:
         yield url
 
 
@@ -196,9 +193,7 @@ def test_translator_explorer_computes_what_pytorch_does(
 def test_translator_explorer_fits_a_phone_and_shows_a_snapshot_without_javascript(
     browser, translator_url: str, screenshots: Path
 ) -> None:
-    phone = browser.new_context(viewport=PHONE)
-    try:
-        page = phone.new_page()
+    with fresh_page(browser, viewport=PHONE) as page:
         page.goto(f"{translator_url}index.html", wait_until="load")
         root = page.locator(f"{HOOK}[data-mounted]")
         type_date(root, DATES[1])  # 63 characters: the map is wider than the phone
@@ -207,8 +202,7 @@ def test_translator_explorer_fits_a_phone_and_shows_a_snapshot_without_javascrip
         assert sizes[0] > sizes[1], f"the map box does not scroll: {sizes}"
         box.evaluate("(b) => { b.scrollLeft = 200; }")
         assert box.evaluate("(b) => b.scrollLeft") > 0
-        width = page.evaluate("() => document.documentElement.scrollWidth")
-        assert width <= 376, f"the page is {width}px wide on a 375px phone"
+        assert_page_within(page, PHONE["width"] + 1, "on a phone")
         overflowing = root.evaluate(
             """(root) => Array.from(root.querySelectorAll("*")).filter((el) =>
                 el.getClientRects().length > 0 && !el.closest(".al-scroll") &&
@@ -221,19 +215,13 @@ def test_translator_explorer_fits_a_phone_and_shows_a_snapshot_without_javascrip
         )
         assert font >= 12, f"text of {font}px"
         page.screenshot(path=str(screenshots / "14_explorer_375.png"), full_page=True)
-    finally:
-        phone.close()
-    off = browser.new_context(java_script_enabled=False)
-    try:
-        page = off.new_page()
+    with fresh_page(browser, java_script_enabled=False) as page:
         page.goto(f"{translator_url}index.html", wait_until="load")
         text = " ".join(page.locator(HOOK).inner_text().split())
         ids, _, _ = expected(EXAMPLE)
         assert "runs the trained Transformer in your browser with JavaScript" in text
         assert f"Date: {EXAMPLE}, translation: {small_task().target_vocab.decode(ids)}" in text
         assert page.locator(f"{HOOK} img[alt='cross-attention of every layer and head']").count()
-    finally:
-        off.close()
 
 
 def test_chapter_14_explorer_works_in_jupyterlab(
@@ -247,9 +235,7 @@ def test_chapter_14_explorer_works_in_jupyterlab(
     page = watched_page.page
     before = CHAPTER.read_bytes()
     open_stored(lab, page, CHAPTER, "transformer-translator")
-    root = page.locator(f".jp-OutputArea-output {HOOK}[data-mounted]")
-    assert root.count() == 1
-    root.scroll_into_view_if_needed()
+    root = mounted(page, f".jp-OutputArea-output {HOOK}", what="chapter 14's outputs")
     assert root.get_attribute("data-output") == stored_translation()
     type_date(root, "1 jan 2001")
     assert root.get_attribute("data-state") == "ready"

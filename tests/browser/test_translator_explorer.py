@@ -23,12 +23,18 @@ import nbformat
 import pytest
 
 import attnlib
-from attnlib import live
 from attnlib.live.translator import page_models, reference_steps, translator_live
 from attnlib.tasks.dates import DateTaskConfig, new_model, prepare
 
 from .conftest import ROOT, WatchedPage, explorer_page_url
-from .helpers import serve_folder, standalone_page
+from .helpers import (
+    assert_box_within,
+    assert_page_within,
+    fresh_page,
+    mounted,
+    no_script_texts,
+    serve_page,
+)
 from .test_jupyterlab import Lab, lab, open_stored, wait_for_idle_kernel  # noqa: F401 (fixture)
 
 HOOK = '.attnlib-live[data-explorer="translator"]'
@@ -43,7 +49,6 @@ LONG = "saturday, the twenty-first of november two thousand twenty-six"
 TYPED = "21 november 2026"
 MIN_CELL = 16  # translator_explorer.js's MIN_CELL: a square never drawn smaller
 FIRST_MS, LATER_MS = 1000.0, 100.0
-PHONE = {"width": 375, "height": 800}
 
 
 @cache
@@ -70,13 +75,11 @@ def expected(kind: str, text: str):
 
 @pytest.fixture(scope="module")
 def translator_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("translator")
     t = small_task()
     html = translator_live(
         small_models(), t.source_vocab, t.target_vocab, EXAMPLE, examples=EXAMPLES
     )
-    standalone_page(folder, [html.data])
-    with serve_folder(folder) as url:
+    with serve_page(tmp_path_factory, "translator", [html.data]) as url:
         yield url
 
 
@@ -159,18 +162,10 @@ def check_translation(root, kind: str, text: str) -> None:
     assert worst <= 5e-5 + 1e-6, f"{what}: weights off by {worst}"
 
 
-def open_page(page, url: str):
-    page.goto(url, wait_until="load")
-    root = page.locator(f"{HOOK}[data-mounted]")
-    assert root.count() == 1, f"{url}: {root.count()} mounted translators, expected one"
-    root.scroll_into_view_if_needed()
-    return root
-
-
 def test_typed_dates_are_translated_as_pytorch_does(
     watched_page: WatchedPage, translator_url: str, screenshots: Path
 ) -> None:
-    root = open_page(watched_page.page, f"{translator_url}index.html")
+    root = mounted(watched_page.page, HOOK, f"{translator_url}index.html")
     model = control(root, "model")
     assert model.locator("option").all_inner_texts() == list(KINDS)
     n = len(expected("bahdanau", EXAMPLE).tokens)
@@ -197,7 +192,7 @@ def test_typed_dates_are_translated_as_pytorch_does(
 
 
 def test_stepping_through_the_decoder(watched_page: WatchedPage, translator_url: str) -> None:
-    root = open_page(watched_page.page, f"{translator_url}index.html")
+    root = mounted(watched_page.page, HOOK, f"{translator_url}index.html")
     control(root, "model").select_option("2")  # luong-general
     type_date(root, "19/06/1984")
     steps = expected("luong-general", "19/06/1984")
@@ -249,7 +244,7 @@ def test_stepping_through_the_decoder(watched_page: WatchedPage, translator_url:
 def test_unknown_characters_and_what_cannot_be_translated(
     watched_page: WatchedPage, translator_url: str
 ) -> None:
-    root = open_page(watched_page.page, f"{translator_url}index.html")
+    root = mounted(watched_page.page, HOOK, f"{translator_url}index.html")
     type_date(root, "21 NOV 2026")
     note = readout(root, "message").inner_text()
     assert "“N”" in note and "“O”" in note and "“V”" in note and "<unk>" in note, note
@@ -277,7 +272,7 @@ def test_first_translation_within_1_s_and_later_ones_within_100_ms(
 ) -> None:
     """Timed in the page: the first (the example, as the page opens: the weights of the
     shown model read from base64, the forward pass, the drawing) and every later one."""
-    root = open_page(watched_page.page, f"{translator_url}index.html")
+    root = mounted(watched_page.page, HOOK, f"{translator_url}index.html")
     first = float(root.get_attribute("data-first-ms"))
     assert first < FIRST_MS, f"the first translation took {first:.0f} ms"
     later = []
@@ -304,10 +299,8 @@ def test_first_translation_within_1_s_and_later_ones_within_100_ms(
 def check_layout(page, root, width: int) -> None:
     """Nothing scrolls the page sideways, the explorer fits, the map scrolls in its own box,
     squares keep their minimum size and no two labels overlap."""
-    page_width = page.evaluate("() => document.documentElement.scrollWidth")
-    assert page_width <= width + 1, f"the page is {page_width}px wide at {width}px"
-    box = root.bounding_box()
-    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, box
+    assert_page_within(page, width + 1, f"at {width}px")
+    assert_box_within(root, width + 1, f"at {width}px")
     overflowing = root.evaluate(
         """(root) => Array.from(root.querySelectorAll("*")).filter((el) =>
             el.getClientRects().length > 0 && !el.closest(".tr-scroll") &&
@@ -343,10 +336,8 @@ def check_layout(page, root, width: int) -> None:
 
 @pytest.mark.parametrize("width", [1280, 375])
 def test_layout_at_1280_and_375_px(browser, translator_url: str, screenshots: Path, width: int):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        page = context.new_page()
-        root = open_page(page, f"{translator_url}index.html")
+    with fresh_page(browser, viewport={"width": width, "height": 900}) as page:
+        root = mounted(page, HOOK, f"{translator_url}index.html")
         for text in ("3.2.01", EXAMPLE, LONG):
             type_date(root, text)
             report = check_layout(page, root, width)
@@ -364,21 +355,12 @@ def test_layout_at_1280_and_375_px(browser, translator_url: str, screenshots: Pa
         page.screenshot(path=str(screenshots / f"translator_{width}.png"), full_page=True)
         control(root, "model").select_option("4")  # no attention: no map, the steps only
         check_layout(page, root, width)
-    finally:
-        context.close()
 
 
 def test_without_javascript_the_snapshot_says_what_the_models_wrote(
     browser, translator_url: str
 ) -> None:
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
-        page.goto(f"{translator_url}index.html", wait_until="load")
-        text = " ".join(page.locator(HOOK).inner_text().split())
-    finally:
-        context.close()
-    assert live.FALLBACK in text
+    [text] = no_script_texts(browser, f"{translator_url}index.html", HOOK)
     assert f"Input: {EXAMPLE}" in text
     for kind in KINDS:
         assert f"{kind}: {expected(kind, EXAMPLE).text or '(nothing)'}" in text, kind
@@ -392,15 +374,11 @@ def test_book_page_translates_as_its_snapshot_says(
     """On the chapter's built page (skipped until built): the live translation of the example
     is the one the snapshot stored from PyTorch, for every model."""
     url = explorer_page_url(request, "book", PAGES[chapter], "translator_url")
-    context = browser.new_context(java_script_enabled=False)
-    try:
-        page = context.new_page()
+    with fresh_page(browser, java_script_enabled=False) as page:
         page.goto(url, wait_until="load")
         stored = page.locator(HOOK).inner_html()
-    finally:
-        context.close()
     snapshot = dict(re.findall(r"<li>([^:<]+): <code>([^<]*)</code>", stored))
-    root = open_page(watched_page.page, url)
+    root = mounted(watched_page.page, HOOK, url)
     models, source_vocab, target_vocab = page_models(
         stored_translator(CHAPTER_04 if chapter == "04" else CHAPTER_05)
     )
@@ -428,9 +406,7 @@ def test_chapter_05_explorer_translates_in_jupyterlab(
     page = watched_page.page
     before = CHAPTER_05.read_bytes()
     open_stored(lab, page, CHAPTER_05, "translator")
-    root = page.locator(f".jp-OutputArea-output {HOOK}[data-mounted]")
-    assert root.count() == 1
-    root.scroll_into_view_if_needed()
+    root = mounted(page, f".jp-OutputArea-output {HOOK}", what="chapter 05's outputs")
     assert control(root, "model").locator("option").count() == 4
     first = float(root.get_attribute("data-first-ms"))
     assert first < FIRST_MS, f"the first translation took {first:.0f} ms in JupyterLab"
