@@ -100,7 +100,10 @@ def check_floating(name: str, tensor: object, min_dims: int = 2) -> torch.Tensor
 def check_tensor(name: str, tensor: object, min_dims: int = 2) -> torch.Tensor:
     """Require a floating tensor of at least ``min_dims`` dimensions, every entry finite."""
     check_floating(name, tensor, min_dims)
-    if not torch.isfinite(tensor).all():  # the one scan; the counts only on failure
+    # One reduction, not a mask of the tensor's size: a NaN or an inf anywhere makes the sum
+    # NaN or inf. A sum that overflows on finite entries is told apart by the exact scan.
+    wide = torch.float64 if tensor.dtype == torch.float64 else torch.float32
+    if not torch.isfinite(tensor.sum(dtype=wide)) and not torch.isfinite(tensor).all():
         counts = {"NaN": int(torch.isnan(tensor).sum()), "±inf": int(torch.isinf(tensor).sum())}
         found = [f"{what} ({n} of {tensor.numel()} entries)" for what, n in counts.items() if n]
         raise ValueError(f"{name} contains {' and '.join(found)}")

@@ -31,12 +31,10 @@ from attnlib._checks import (
     check_tensor,
 )
 from attnlib.attention import pool_kv_heads
-from attnlib.decoder import Decoder, _check_ids
+from attnlib.decoder import Decoder, MaybeTensor, _check_ids
 from attnlib.encoder import Encoder, TransformerConfig
 from attnlib.kv_cache import KVCache
 from attnlib.transformer import xavier_init_
-
-MaybeTensor = torch.Tensor | None
 
 
 class EncoderDecoder(nn.Module):

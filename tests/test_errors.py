@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from attnlib import reference
+from attnlib._checks import check_tensor
 from attnlib.attention import MultiHeadAttention, attend
 from attnlib.masks import causal_mask, combine_masks, masked_softmax, padding_mask
 from attnlib.scores import GeneralScore, make_score
@@ -720,3 +721,16 @@ def test_mlm_refuses_positions_outside_the_sequence(bad, wrong):
     message = f"position {wrong} is outside the sequence 0..5"
     with pytest.raises(ValueError, match=re.escape(message)):
         model(ids, positions=torch.tensor([bad, [1, 2]]))  # before: torch's index error
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_the_finite_check_tells_an_overflowing_sum_from_a_nan_or_an_inf(dtype):
+    huge = torch.finfo(dtype).max / 2
+    x = torch.full((1, 4, 3), huge, dtype=dtype)  # every entry finite, their sum is not
+    assert check_tensor("queries", x) is x
+    x[0, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"queries contains NaN \(1 of 12 entries\)"):
+        attend(x, x, x)
+    x[0, 1, 2], x[0, 2, 0] = float("inf"), float("-inf")
+    with pytest.raises(ValueError, match=r"queries contains ±inf \(2 of 12 entries\)"):
+        attend(x, x, x)
