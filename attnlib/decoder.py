@@ -24,9 +24,9 @@ from attnlib._checks import (
     check_tensor,
 )
 from attnlib.attention import MultiHeadAttention
-from attnlib.encoder import TransformerConfig
 from attnlib.kv_cache import KVCache, LayerKV
 from attnlib.masks import causal_mask, sliding_window_mask
+from attnlib.model_config import TransformerConfig
 from attnlib.transformer import (
     ChoosesAttention,
     FeedForward,

@@ -32,8 +32,9 @@ from attnlib._checks import (
 )
 from attnlib.attention import pool_kv_heads
 from attnlib.decoder import Decoder, MaybeTensor, _check_ids
-from attnlib.encoder import Encoder, TransformerConfig
+from attnlib.encoder import Encoder
 from attnlib.kv_cache import KVCache
+from attnlib.model_config import TransformerConfig
 from attnlib.transformer import xavier_init_
 
 

@@ -20,8 +20,9 @@ from torch import nn
 
 from attnlib._checks import check_count, check_flag, check_int
 from attnlib.attention import check_implementation
-from attnlib.encoder import TransformerConfig, layer_stack
+from attnlib.encoder import layer_stack
 from attnlib.kv_cache import KVCache
+from attnlib.model_config import TransformerConfig
 from attnlib.transformer import (
     embed_tokens,
     position_table,

@@ -24,9 +24,9 @@ from torch import nn
 from attnlib._checks import check_number
 from attnlib.config import seed_everything
 from attnlib.data.text import Batch, CharVocab
-from attnlib.encoder import TransformerConfig
 from attnlib.generation import EncoderDecoder, greedy_decode
 from attnlib.masks import padding_mask
+from attnlib.model_config import TransformerConfig
 from attnlib.seq2seq import Decoded, count_parameters
 from attnlib.tasks.dates import (
     DateTask,

@@ -22,7 +22,8 @@ from torch import nn
 from attnlib.config import quick_mode, training_precision
 from attnlib.data.imdb import clean_review
 from attnlib.data.subwords import SubwordTokenizer
-from attnlib.encoder import TransformerConfig, flops_per_token
+from attnlib.encoder import flops_per_token
+from attnlib.model_config import TransformerConfig
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,111 @@
+"""The configuration of a Transformer: every choice that builds one, in one dataclass.
+
+:class:`TransformerConfig` holds the sizes, the positions ("sinusoidal", "learned", "rotary"
+or "none"), the key/value heads of a decoder's attention, a sliding window, the norm's place
+and whether attention runs torch's fused kernel; the encoder (:mod:`attnlib.encoder`), the
+decoder (:mod:`attnlib.decoder`), the encoder-decoder (:mod:`attnlib.generation`) and the
+decoder-only model (:mod:`attnlib.lm`) are built from it. ``to_dict`` / ``from_dict`` carry it
+in checkpoints and in a shipped model's ``config.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from attnlib._checks import check_count, check_flag, check_int, check_probability
+from attnlib.transformer import ACTIVATIONS, POSITIONS
+
+_NAMED_WHEN_SET = ("decoder_kv_heads", "window")
+
+
+@dataclass
+class TransformerConfig:
+    """Everything needed to rebuild an encoder; ``to_dict`` / ``from_dict`` for checkpoints.
+
+    ``decoder_kv_heads`` (None: ``num_heads``) gives the decoder's attention that many key/value
+    heads, grouped-query attention (1: multi-query), which shrinks the KV cache of
+    :mod:`attnlib.generation`; the encoder, which keeps no cache, has one per query head.
+    A decoder-only model (:mod:`attnlib.lm`) is a decoder and takes it too.
+
+    ``positions`` is "sinusoidal" or "learned" (a table added to the token vectors), "rotary"
+    (queries and keys rotated inside self-attention) or "none". ``window`` (None: none) keeps
+    each position's self-attention to the last ``window`` positions (causal models) or to those
+    within ``window`` on either side (the encoder).
+    """
+
+    vocab_size: int
+    d_model: int = 256
+    num_heads: int = 4
+    num_layers: int = 4
+    d_ff: int = 1024
+    dropout: float = 0.1
+    max_len: int = 512
+    positions: str = "sinusoidal"
+    norm_first: bool = False
+    pad_id: int = 0
+    fused: bool = True
+    activation: str = "relu"
+    decoder_kv_heads: int | None = None
+    window: int | None = None
+
+    def __repr__(self) -> str:
+        # Fields added after chapter 13's stored GPU run are named only when set, so that its
+        # compared cell, which prints an encoder's configuration, holds until the next run.
+        shown = [f for f in fields(self) if f.name not in _NAMED_WHEN_SET or getattr(self, f.name)]
+        return (
+            f"TransformerConfig({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
+        )
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.num_heads != 0:
+            raise ValueError(
+                f"num_heads={self.num_heads} does not divide d_model={self.d_model}: each head "
+                "needs d_model / num_heads features"
+            )
+        if self.decoder_kv_heads is not None:
+            kv_heads = check_count("decoder_kv_heads", self.decoder_kv_heads)
+            if self.num_heads % kv_heads != 0:
+                raise ValueError(
+                    f"decoder_kv_heads={kv_heads} does not divide num_heads={self.num_heads}"
+                )
+        if self.window is not None:
+            check_count("window", self.window)
+        self.dropout = check_probability("dropout", self.dropout)
+        self.norm_first = check_flag("norm_first", self.norm_first)
+        self.fused = check_flag("fused", self.fused)
+        if self.positions not in POSITIONS:
+            raise ValueError(
+                f"unknown positions {self.positions!r}; choose one of "
+                f"{', '.join(map(repr, POSITIONS))}"
+            )
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; choose 'relu' or 'gelu'")
+        if check_int("pad_id", self.pad_id) >= self.vocab_size:
+            raise ValueError(
+                f"pad_id={self.pad_id} is outside the vocabulary 0..{self.vocab_size - 1}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain types only, so a ``weights_only`` checkpoint can hold it."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TransformerConfig:
+        """Rebuild from :meth:`to_dict`'s output; unknown keys are refused by name."""
+        if not isinstance(values, Mapping):
+            raise TypeError(
+                f"values must be a dict of TransformerConfig fields (as to_dict gives), got "
+                f"{type(values).__name__}"
+            )
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown TransformerConfig keys: {', '.join(unknown)}")
+        return cls(**values)
