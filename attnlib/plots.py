@@ -105,6 +105,11 @@ def plot_attention_grid(
     return figure
 
 
+def char_labels(text: str) -> list[str]:
+    """Axis labels (len(text),) for a string's characters, spaces drawn as ␣ so that they show."""
+    return ["␣" if symbol == " " else symbol for symbol in text]
+
+
 def subword_labels(tokens: Sequence[str], suffix: str = "</w>") -> list[str]:
     """Axis labels for subword tokens, as the explorer shows them: the end-of-word ``suffix``
     dropped, and a trailing "-" on a piece that a further piece continues ("wonder-", "ful")."""

@@ -1,4 +1,4 @@
-"""Paired comparisons of two classifiers on the same test items.
+"""Paired comparisons of two classifiers on the same test items, and the spread over seeds.
 
 Two models scored on the same reviews disagree on some of them; McNemar's test asks whether
 the reviews only the first gets right outnumber those only the second gets right by more than
@@ -8,13 +8,16 @@ their difference is far less noisy than two independent samples would be.
 A model's predictions can be recorded with it (:func:`pack_labels`, a bit per item as text), so
 that a later run of the same model, on another machine, is compared item by item: a change of
 one or two points in accuracy shows as that many items disagreeing, even on a small subset.
+
+A score over a few seeds is reported as its mean ± sample standard deviation (:func:`mean_sd`).
 """
 
 from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -63,3 +66,11 @@ def unpack_labels(text: str, count: int) -> np.ndarray:
     if not count <= len(bits) < count + 8:
         raise ValueError(f"the text holds {len(bits) // 8} bytes, not the labels of {count} items")
     return bits[:count].astype(bool)
+
+
+def mean_sd(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1 in the denominator) of n >= 2 values."""
+    values = list(values)  # a generator or a dict's values, read once
+    if len(values) < 2:
+        raise ValueError(f"a sample standard deviation needs at least 2 values, got {len(values)}")
+    return float(statistics.mean(values)), float(statistics.stdev(values))

@@ -9,6 +9,7 @@ import torch
 
 from attnlib.plots import (
     attention_window,
+    char_labels,
     plot_attention,
     plot_attention_grid,
     plot_curves,
@@ -91,3 +92,8 @@ def test_review_attention_checks_its_inputs():
         plot_review_attention(weights[0], ["a"] * 8)
     with pytest.raises(ValueError, match=r"start must be in \[0, 8\), got 8"):
         plot_review_attention(weights, ["a"] * 8, start=8)
+
+
+def test_char_labels_shows_spaces():
+    assert char_labels("21 nov") == ["2", "1", "␣", "n", "o", "v"]
+    assert char_labels("") == []

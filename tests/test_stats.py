@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from attnlib.stats import mcnemar, pack_labels, unpack_labels
+from attnlib.stats import mcnemar, mean_sd, pack_labels, unpack_labels
 
 
 def pairs(both: int, only_first: int, only_second: int, neither: int):
@@ -60,3 +60,19 @@ def test_packed_labels_refuse_the_wrong_count_and_type():
         unpack_labels(text, 30)
     with pytest.raises(TypeError, match="1-D boolean array, got float64"):
         pack_labels(np.array([0.7, 0.2]))
+
+
+def test_mean_sd_is_mean_and_sample_standard_deviation():
+    mean, sd = mean_sd({0: 0.5, 1: 0.7, 2: 0.9}.values())
+    assert mean == pytest.approx(0.7, abs=1e-15)
+    assert sd == pytest.approx(0.2, abs=1e-15)  # n - 1 = 2 in the denominator: sqrt(0.08 / 2)
+
+
+def test_mean_sd_reads_a_generator_once():
+    assert mean_sd(x for x in [1.0, 2.0, 3.0, 4.0]) == pytest.approx((2.5, math.sqrt(5 / 3)))
+
+
+@pytest.mark.parametrize("values", [[], [0.7]])
+def test_mean_sd_refuses_fewer_than_two_values(values):
+    with pytest.raises(ValueError, match=f"needs at least 2 values, got {len(values)}"):
+        mean_sd(values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlib.data.text import CharVocab, make_batches, pad_sequences
+from attnlib.data.text import CharVocab, embed_words, make_batches, pad_sequences
 
 
 def test_vocab_round_trips_text():
@@ -58,3 +58,20 @@ def test_bad_batch_size_is_refused():
     vocab = CharVocab.from_texts(["a"])
     with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
         make_batches([("a", "a")], vocab, vocab, 0)
+
+
+def test_embed_words_stacks_one_row_per_word():
+    table = {"dog": torch.tensor([1.0, 0.0]), "man": torch.tensor([0.0, 2.0])}
+    x = embed_words(table, ["man", "man", "dog"])
+    assert x.shape == (3, 2)
+    assert x.tolist() == [[0.0, 2.0], [0.0, 2.0], [1.0, 0.0]]
+
+
+def test_embed_words_names_an_unknown_word():
+    with pytest.raises(KeyError, match="no vector for the word 'bites' in the table"):
+        embed_words({"dog": torch.zeros(2)}, ["dog", "bites"])
+
+
+def test_embed_words_refuses_no_words():
+    with pytest.raises(ValueError, match="no words to embed"):
+        embed_words({"dog": torch.zeros(2)}, [])

@@ -1,9 +1,10 @@
-"""Vocabularies, padding and batching for character (and later token) sequences."""
+"""Vocabularies, padding and batching for character (and later token) sequences, and words
+looked up in a table of vectors."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -49,6 +50,16 @@ class CharVocab:
                 continue
             symbols.append(self.itos[index] if 0 <= index < len(self.itos) else UNK)
         return "".join(symbols)
+
+
+def embed_words(table: Mapping[str, torch.Tensor], words: Sequence[str]) -> torch.Tensor:
+    """The vectors (d,) of ``words`` stacked: (len(words), d), one row per word, in order."""
+    if len(words) == 0:
+        raise ValueError("no words to embed: the result would have no rows")
+    for word in words:
+        if word not in table:  # a bare KeyError would show the word alone, not what lacks it
+            raise KeyError(f"no vector for the word {word!r} in the table")
+    return torch.stack([table[word] for word in words])
 
 
 def pad_sequences(
