@@ -23,7 +23,14 @@ from attnlib._checks import check_count, check_number
 from attnlib.config import quick_mode, seed_everything
 from attnlib.data.text import Batch, CharVocab, make_batches
 from attnlib.seq2seq import Seq2Seq, count_parameters
-from attnlib.tasks.dates import Seq2SeqTask, TrainedModel, new_model, predict
+from attnlib.tasks.dates import (
+    Seq2SeqTask,
+    TrainedModel,
+    check_same_count,
+    exact_match,
+    new_model,
+    predict,
+)
 from attnlib.training import History, Patience, fit
 
 DIGITS = "0123456789"
@@ -187,16 +194,10 @@ def prepare(config: CopyTaskConfig | None = None) -> CopyTask:
     )
 
 
-def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
-    """Fraction of predictions equal to their target, symbol for symbol."""
-    _check_same_count(predictions, targets)
-    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
-
-
 def token_accuracy(predictions: Sequence[str], targets: Sequence[str]) -> float:
     """Fraction of target symbols predicted right at their position; an output too short misses
     the rest, and symbols beyond the target's length are not counted."""
-    _check_same_count(predictions, targets)
+    check_same_count(predictions, targets)
     right = sum(
         sum(p == t for p, t in zip(prediction, target, strict=False))
         for prediction, target in zip(predictions, targets, strict=True)
@@ -317,7 +318,7 @@ def scores_by_length(
     predictions: Sequence[str], pairs: Sequence[tuple[str, str]]
 ) -> list[LengthScores]:
     """Exact match and token accuracy for each source length present, shortest first."""
-    _check_same_count(predictions, pairs)
+    check_same_count(predictions, pairs)
     groups: dict[int, tuple[list[str], list[str]]] = {}
     for prediction, (source, target) in zip(predictions, pairs, strict=True):
         guesses, targets = groups.setdefault(len(source), ([], []))
@@ -354,11 +355,3 @@ def _check_alphabet(alphabet: object) -> None:
     repeated = sorted({symbol for symbol in alphabet if alphabet.count(symbol) > 1})
     if repeated:
         raise ValueError(f"alphabet {alphabet!r} repeats the symbols {repeated}")
-
-
-def _check_same_count(predictions: Sequence, targets: Sequence) -> None:
-    """Require as many predictions as targets, and at least one."""
-    if len(predictions) != len(targets):
-        raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
-    if not targets:
-        raise ValueError("scoring needs at least one target")

@@ -138,13 +138,18 @@ def predict(
     return predictions
 
 
-def exact_match(predictions: list[str], targets: list[str]) -> float:
-    """Fraction of predictions equal to their target, character for character."""
+def exact_match(predictions: Sequence[str], targets: Sequence[str]) -> float:
+    """Fraction of predictions equal to their target, symbol for symbol."""
+    check_same_count(predictions, targets)
+    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
+
+
+def check_same_count(predictions: Sequence, targets: Sequence) -> None:
+    """Require as many predictions as targets, and at least one."""
     if len(predictions) != len(targets):
         raise ValueError(f"{len(predictions)} predictions for {len(targets)} targets")
     if not targets:
-        raise ValueError("exact_match needs at least one target")
-    return sum(p == t for p, t in zip(predictions, targets, strict=True)) / len(targets)
+        raise ValueError("scoring needs at least one target")
 
 
 def translate(
