@@ -192,6 +192,8 @@ class MultiHeadAttention(nn.Module):
             rotary_frequencies(self.head_dim, rotary_base)  # checks: an even head_dim, base > 0
             rotary_base = float(rotary_base)
         self.rotary_base = rotary_base
+        # (heads,) multipliers of each head's output, or None: 0 switches a head off (ablation).
+        self.head_gate: torch.Tensor | None = None
         kv_features = kv_heads * self.head_dim  # d_model unless heads are grouped
         self.query_projection = nn.Linear(d_model, d_model, bias=bias)
         self.key_projection = nn.Linear(d_model, kv_features, bias=bias)
@@ -343,6 +345,8 @@ class MultiHeadAttention(nn.Module):
         heads, weights = self.attend_heads(
             queries, keys, values, mask4d, implementation, causal, window
         )
+        if self.head_gate is not None:
+            heads = heads * self.head_gate.to(heads).view(1, -1, 1, 1)
         return self.output_projection(self.merge_heads(heads)), weights  # (batch, n_q, d_model)
 
     def rotate(

@@ -254,8 +254,8 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
     """The encoder's parameters block by block, derived by hand (no module is built)."""
     d, f = config.d_model, config.d_ff
     attention = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O, each d x d with a bias
-    feed_forward = d * f + f + f * d + d  # W1 (d x f), b1, W2 (f x d), b2
-    norms = 2 * (2 * d)  # two LayerNorms, a gain and a bias each
+    feed_forward = d * f + f + f * d + d if f else 0  # W1 (d x f), b1, W2 (f x d), b2
+    norms = (2 if f else 1) * (2 * d)  # a LayerNorm per sublayer, a gain and a bias each
     per_layer = attention + feed_forward + norms
     return {
         "embedding": config.vocab_size * d,

@@ -13,6 +13,8 @@ two give the same tokens.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -77,16 +79,49 @@ class DecoderOnlyLM(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (batch, seq) -> logits (batch, seq, vocab): at each position, the next token's."""
         self._check_ids(ids, start=0)
-        return self.decode(ids)
+        return self.decode(ids)[0]
 
-    def decode(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """:meth:`forward` without checks; with ``cache``, ids (batch, n) are the positions
-        after the cached ones, and their keys and values join it."""
+    def attention_weights(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids (batch, seq) -> logits (batch, seq, vocab) and every head's attention weights
+        (batch, layers, heads, seq, seq), from the from-scratch path (the one that forms them)."""
+        self._check_ids(ids, start=0)
+        logits, weights = self.decode(ids, need_weights=True)
+        return logits, weights
+
+    def decode(
+        self, ids: torch.Tensor, cache: KVCache | None = None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`forward` without checks: logits (batch, n, vocab) and, if asked for, weights
+        (batch, layers, heads, n, n); with ``cache``, ids (batch, n) are the positions after the
+        cached ones, and their keys and values join it."""
         start = 0 if cache is None else cache.length
         x = embed_tokens(self.embedding, self.positions, self.dropout, ids, start)
+        all_weights = []
         for index, layer in enumerate(self.layers):
-            x, _ = layer(x, None, False, None if cache is None else cache.layers[index])
-        return self.output(self.final_norm(x))  # (batch, n, vocab)
+            layer_cache = None if cache is None else cache.layers[index]
+            x, weights = layer(x, None, need_weights, layer_cache)
+            all_weights.append(weights)
+        stacked = torch.stack(all_weights, dim=1) if need_weights else None
+        return self.output(self.final_norm(x)), stacked  # (batch, n, vocab)
+
+    @contextmanager
+    def ablated(self, heads: Iterable[tuple[int, int]]) -> Iterator[DecoderOnlyLM]:
+        """Within the block, the outputs of the (layer, head) pairs are zero: the model as if
+        those heads were not there (how chapter 17 tests what a head does)."""
+        gates = [torch.ones(layer.attention.num_heads) for layer in self.layers]
+        for layer_index, head in heads:
+            if not 0 <= layer_index < len(self.layers):
+                raise ValueError(f"layer {layer_index} is outside 0..{len(self.layers) - 1}")
+            if not 0 <= head < gates[layer_index].numel():
+                raise ValueError(f"head {head} is outside 0..{gates[layer_index].numel() - 1}")
+            gates[layer_index][head] = 0.0
+        try:
+            for layer, gate in zip(self.layers, gates, strict=True):
+                layer.attention.head_gate = None if bool(gate.all()) else gate
+            yield self
+        finally:
+            for layer in self.layers:
+                layer.attention.head_gate = None
 
     def new_cache(self, batch: int) -> KVCache:
         """An empty cache for a batch of ``batch`` sequences, as long as the config's window."""
@@ -134,9 +169,9 @@ class DecoderOnlyLM(nn.Module):
         step_input = prompt
         for _ in range(max_new_tokens):
             if cache is not None:
-                step_logits = self.decode(step_input, cache)[:, -1]  # (batch, vocab)
+                step_logits = self.decode(step_input, cache)[0][:, -1]  # (batch, vocab)
             else:
-                step_logits = self.decode(sequence)[:, -1]
+                step_logits = self.decode(sequence)[0][:, -1]
             token = step_logits.argmax(dim=-1).masked_fill(finished, self.config.pad_id)
             tokens.append(token)
             logits.append(step_logits)

@@ -30,6 +30,9 @@ class TransformerConfig:
     :mod:`attnlib.generation`; the encoder, which keeps no cache, has one per query head.
     A decoder-only model (:mod:`attnlib.lm`) is a decoder and takes it too.
 
+    ``d_ff=0`` builds attention-only layers (no feed-forward sublayer), as interpretability
+    work studies them (Elhage et al. 2021); the encoder and the decoder-only model take it.
+
     ``positions`` is "sinusoidal" or "learned" (a table added to the token vectors), "rotary"
     (queries and keys rotated inside self-attention) or "none". ``window`` (None: none) keeps
     each position's self-attention to the last ``window`` positions (causal models) or to those
@@ -62,8 +65,10 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            least = 0 if name == "d_ff" else 1  # d_ff = 0: attention-only layers
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                kind = "a non-negative" if least == 0 else "a positive"
+                raise ValueError(f"{name} must be {kind} integer, got {value!r}")
         if self.d_model % self.num_heads != 0:
             raise ValueError(
                 f"num_heads={self.num_heads} does not divide d_model={self.d_model}: each head "

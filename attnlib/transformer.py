@@ -219,6 +219,8 @@ class EncoderLayer(ChoosesAttention, nn.Module):
     call asking for the weights takes the from-scratch path, which forms them
     (:class:`ChoosesAttention`: ``implementation`` may name "flash" too).
 
+    ``d_ff=0`` leaves the feed-forward sublayer out: an attention-only block.
+
     With ``causal`` each position attends to itself and those before it (a decoder-only
     model's block), with a ``window`` to the last ``window`` of them (without ``causal``, to
     those within ``window`` on either side). ``num_kv_heads`` and ``rotary_base`` go to the
@@ -254,9 +256,10 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         self.attention = MultiHeadAttention(
             d_model, num_heads, dropout=dropout, num_kv_heads=num_kv_heads, rotary_base=rotary_base
         )
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        # d_ff = 0: no feed-forward sublayer at all, an attention-only block (Elhage et al. 2021)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation) if d_ff else None
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps) if d_ff else None
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(
@@ -275,11 +278,13 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         if self.norm_first:
             attended, weights = self._sa_block(self.norm1(x), mask4d, need_weights, cache)
             x = x + attended
-            x = x + self._ff_block(self.norm2(x))
+            if self.feed_forward is not None:
+                x = x + self._ff_block(self.norm2(x))
         else:
             attended, weights = self._sa_block(x, mask4d, need_weights, cache)
             x = self.norm1(x + attended)
-            x = self.norm2(x + self._ff_block(x))
+            if self.feed_forward is not None:
+                x = self.norm2(x + self._ff_block(x))
         return x, weights
 
     def checked_forward(

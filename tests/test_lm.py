@@ -6,7 +6,7 @@ import itertools
 import pytest
 import torch
 
-from attnlib.encoder import Encoder, TransformerConfig
+from attnlib.encoder import Encoder, TransformerConfig, parameter_breakdown
 from attnlib.lm import DecoderOnlyLM
 from attnlib.masks import causal_mask
 
@@ -156,3 +156,50 @@ def test_flash_refuses_dropout_while_training():
 def test_rotary_and_no_positions_may_run_past_max_len():
     model = _model(0, positions="rotary", max_len=4).eval()
     assert model.generate(_prompt(1, 3, 0), 5).tokens.shape == (1, 5)
+
+
+def test_attention_only_layers_have_no_feed_forward_and_count_as_the_formula_says():
+    model = _model(0, d_ff=0)
+    assert all(layer.feed_forward is None and layer.norm2 is None for layer in model.layers)
+    per_layer = sum(p.numel() for p in model.layers[0].parameters())
+    assert (
+        per_layer == 4 * (16 * 16 + 16) + 2 * 16 == parameter_breakdown(model.config)["per_layer"]
+    )
+    assert model(_prompt(2, 5, 0)).shape == (2, 5, 11)
+
+
+def test_attention_weights_are_causal_rows_that_sum_to_one():
+    model = _model(0, positions="rotary", window=3).eval()
+    logits, weights = model.attention_weights(_prompt(2, 6, 1))
+    assert weights.shape == (2, 2, 4, 6, 6)
+    torch.testing.assert_close(logits, model(_prompt(2, 6, 1)), rtol=0, atol=1e-5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 4, 6))
+    allowed = torch.ones(6, 6).tril() - torch.ones(6, 6).tril(-3)  # itself and 2 before
+    assert bool((weights * (1 - allowed) == 0).all())
+
+
+def test_an_ablated_head_changes_the_output_and_comes_back_afterwards():
+    model = _model(0).eval()
+    ids = _prompt(1, 6, 2)
+    before = model(ids)
+    with model.ablated([(1, 2)]):
+        after = model(ids)
+        assert model.layers[1].attention.head_gate.tolist() == [1.0, 1.0, 0.0, 1.0]
+        assert model.layers[0].attention.head_gate is None
+    assert not torch.equal(after, before)
+    torch.testing.assert_close(model(ids), before, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="head 4 is outside 0..3"), model.ablated([(0, 4)]):
+        pass
+
+
+def test_ablating_every_head_of_an_attention_only_model_leaves_the_direct_path():
+    model = _model(0, d_ff=0, positions="none", norm_first=True).eval()
+    ids = _prompt(1, 6, 3)
+    every = [(layer, head) for layer in range(2) for head in range(4)]
+    with model.ablated(every):
+        logits = model(ids)
+    # what is left: embedding, the attention layers' output biases, final norm, unembedding
+    x = model.embedding(ids) * 4.0 + sum(
+        layer.attention.output_projection.bias for layer in model.layers
+    )
+    torch.testing.assert_close(logits, model.output(model.final_norm(x)), rtol=0, atol=1e-5)

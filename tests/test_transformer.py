@@ -388,7 +388,8 @@ def test_config_round_trips_through_a_weights_only_checkpoint(tmp_path):
     [
         ({"num_heads": 5}, "num_heads=5 does not divide d_model=16"),
         ({"num_layers": 0}, "num_layers must be a positive integer, got 0"),
-        ({"d_ff": 2.5}, "d_ff must be a positive integer, got 2.5"),
+        ({"d_ff": 2.5}, "d_ff must be a non-negative integer, got 2.5"),
+        ({"d_ff": -1}, "d_ff must be a non-negative integer, got -1"),
         ({"dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
         (
             {"positions": "alibi"},
