@@ -259,7 +259,8 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         # d_ff = 0: no feed-forward sublayer at all, an attention-only block (Elhage et al. 2021)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation) if d_ff else None
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps) if d_ff else None
+        # without a feed-forward sublayer its norm is the identity and its block adds nothing
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps) if d_ff else nn.Identity()
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def forward(
@@ -278,13 +279,11 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         if self.norm_first:
             attended, weights = self._sa_block(self.norm1(x), mask4d, need_weights, cache)
             x = x + attended
-            if self.feed_forward is not None:
-                x = x + self._ff_block(self.norm2(x))
+            x = x + self._ff_block(self.norm2(x))
         else:
             attended, weights = self._sa_block(x, mask4d, need_weights, cache)
             x = self.norm1(x + attended)
-            if self.feed_forward is not None:
-                x = self.norm2(x + self._ff_block(x))
+            x = self.norm2(x + self._ff_block(x))
         return x, weights
 
     def checked_forward(
@@ -331,7 +330,9 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         return self.dropout1(attended), weights
 
     def _ff_block(self, x: torch.Tensor) -> torch.Tensor:
-        """Feed-forward, then dropout: (batch, seq, d_model) -> same."""
+        """Feed-forward, then dropout: (batch, seq, d_model) -> same; zero without one."""
+        if self.feed_forward is None:
+            return x.new_zeros(())
         return self.dropout2(self.feed_forward(x))
 
     @torch.no_grad()
