@@ -55,10 +55,9 @@ def check_implementation(implementation: object) -> str:
     return implementation
 
 
-def implementation_for(fused: bool, need_weights: bool = False) -> str:
-    """The implementation a ``fused`` switch picks: "sdpa", or "eager" when weights are wanted
-    (only the from-scratch path forms them)."""
-    return "sdpa" if fused and not need_weights else "eager"
+def implementation_for(fused: bool) -> str:
+    """The implementation a ``fused`` switch names: "sdpa" (torch's fused kernel) or "eager"."""
+    return "sdpa" if check_flag("fused", fused) else "eager"
 
 
 def _check_qkv(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> tuple:

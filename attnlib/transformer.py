@@ -25,7 +25,7 @@ from attnlib._checks import (
     check_probability,
     check_tensor,
 )
-from attnlib.attention import MultiHeadAttention
+from attnlib.attention import MultiHeadAttention, implementation_for
 from attnlib.kv_cache import LayerKV
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -204,7 +204,7 @@ class ChoosesAttention:
 
     @fused.setter
     def fused(self, value: bool) -> None:
-        self.implementation = "sdpa" if check_flag("fused", value) else "eager"
+        self.implementation = implementation_for(value)
 
     def implementation_for_call(self, need_weights: bool) -> str:
         """The implementation of one call: "eager" when it asks for the weights."""
