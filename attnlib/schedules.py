@@ -122,6 +122,16 @@ def cosine_decay(total_steps: int, warmup: int = 0, final: float = 0.0) -> Sched
     return multiplier
 
 
+def linear_warmup(warmup: int) -> Schedule:
+    """Linear rise over ``warmup`` steps to 1, then 1 for good (chapter 17's short runs)."""
+    check_count("warmup", warmup)
+
+    def multiplier(step: int) -> float:
+        return min(1.0, (check_int("step", step) + 1) / warmup)
+
+    return multiplier
+
+
 def linear_warmup_decay(warmup: int, total_steps: int, final: float = 0.0) -> Schedule:
     """Linear rise over ``warmup`` steps to 1, then linear fall to ``final`` at ``total_steps``."""
     check_int("warmup", warmup, 1)

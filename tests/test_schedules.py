@@ -11,6 +11,7 @@ from attnlib.schedules import (
     average_checkpoints,
     cosine_decay,
     exponential_decay,
+    linear_warmup,
     linear_warmup_decay,
     noam,
     piecewise_constant,
@@ -69,6 +70,13 @@ def test_cosine_decay_by_hand():
     assert {s: schedule(s) for s in expected} == pytest.approx(expected)
     plain = cosine_decay(100)
     assert plain(0) == 1.0 and plain(25) == pytest.approx((1 + math.cos(math.pi / 4)) / 2)
+
+
+def test_linear_warmup_by_hand():
+    schedule = linear_warmup(4)
+    assert [schedule(step) for step in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="warmup"):
+        linear_warmup(0)
 
 
 def test_linear_warmup_decay_by_hand():
@@ -163,6 +171,7 @@ SCHEDULES = {
     "polynomial": lambda: polynomial_decay(10),
     "cosine": lambda: cosine_decay(100, warmup=10),
     "linear": lambda: linear_warmup_decay(10, 100),
+    "warmup": lambda: linear_warmup(10),
 }
 
 
