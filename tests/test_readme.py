@@ -27,7 +27,7 @@ NONE = "—"
 NUMBER_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
     "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
 }  # fmt: skip
 FRACTIONS = {"¼": 0.25, "½": 0.5, "¾": 0.75}
 QUANTITY = r"half an?|an?|[a-z]+|\d+(?:\.\d+)?[¼½¾]?|[¼½¾]"
