@@ -102,10 +102,14 @@ class InductionTask:
         return TransformerConfig(**settings)
 
 
+def _next_token_losses(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """logits (batch, seq, vocab) of ids (batch, seq) -> each prediction's loss (batch, seq - 1)."""
+    return F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+
+
 def token_losses(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """Each position's next-token loss: ids (batch, seq) -> (batch, seq - 1), in nats."""
-    logits = model(ids)[:, :-1]  # (batch, seq - 1, vocab)
-    return F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+    return _next_token_losses(model(ids), ids)
 
 
 def next_token_loss(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -137,8 +141,7 @@ def measure(model: DecoderOnlyLM, probe: RepeatedSegments) -> HeadReport:
         logits, weights = model.attention_weights(probe.ids)
     finally:
         model.train(was_training)
-    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), probe.ids[:, 1:], reduction="none")
-    split = in_context_gain(losses, probe.repeat_mask[:, :-1])
+    split = in_context_gain(_next_token_losses(logits, probe.ids), probe.repeat_mask[:, :-1])
     return HeadReport(
         loss_repeated=split.repeated,
         loss_other=split.other,
