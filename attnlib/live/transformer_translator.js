@@ -204,6 +204,29 @@
     return error;
   }
 
+  // Named tensors -> need(name, count): the tensor, if it has count numbers; dense(prefix,
+  // inputs, outputs): a Linear layer's weight and bias; norm(prefix): a LayerNorm of width d.
+  function weightReader(tensors, d, eps) {
+    var need = function (name, count) {
+      var tensor = tensors[name];
+      if (!tensor) {
+        throw new Error("the weights lack " + name);
+      }
+      if (tensor.length !== count) {
+        throw new Error(name + " has " + tensor.length + " numbers, expected " + count);
+      }
+      return tensor;
+    };
+    var dense = function (prefix, inputs, outputs) {
+      return { weight: need(prefix + ".weight", inputs * outputs),
+               bias: need(prefix + ".bias", outputs), inputs: inputs, outputs: outputs };
+    };
+    var norm = function (prefix) {
+      return { weight: need(prefix + ".weight", d), bias: need(prefix + ".bias", d), eps: eps };
+    };
+    return { need: need, dense: dense, norm: norm };
+  }
+
   // tensors from decodeWeights + the config transformer_translator.py writes -> a translator.
   function Translator(tensors, config) {
     ["d_model", "num_heads", "num_layers", "d_ff", "max_len", "max_steps"].forEach(function (k) {
@@ -224,23 +247,10 @@
     this.normFirst = Boolean(config.norm_first);
     this.source = vocabulary(config.source_vocab, "source");
     this.target = vocabulary(config.target_vocab, "target");
-    var need = function (name, count) {
-      var tensor = tensors[name];
-      if (!tensor) {
-        throw new Error("the weights lack " + name);
-      }
-      if (tensor.length !== count) {
-        throw new Error(name + " has " + tensor.length + " numbers, expected " + count);
-      }
-      return tensor;
-    };
-    var dense = function (prefix, inputs, outputs) {
-      return { weight: need(prefix + ".weight", inputs * outputs), bias: need(prefix + ".bias", outputs),
-               inputs: inputs, outputs: outputs };
-    };
-    var norm = function (prefix) {
-      return { weight: need(prefix + ".weight", d), bias: need(prefix + ".bias", d), eps: eps };
-    };
+    var read = weightReader(tensors, d, eps);
+    var need = read.need;
+    var dense = read.dense;
+    var norm = read.norm;
     var attentionOf = function (prefix) {
       return {
         query: dense(prefix + ".query_projection", d, d),
@@ -472,6 +482,8 @@
     Translator: Translator,
     linear: linear,
     layerNorm: layerNorm,
+    attention: attention,
+    weightReader: weightReader,
     sinusoidal: sinusoidal,
     softmax: softmax,
     INPUT_ERROR: INPUT_ERROR,
