@@ -10,10 +10,12 @@ attention weight to 1e-5, and the likeliest next tokens must be the same.
 
 from __future__ import annotations
 
+import json
 import random
 from functools import cache
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -24,6 +26,7 @@ from attnlib.live.induction_explorer import (
     SCRIPTS,
     browser_config,
     induction_live,
+    page_model,
     run_with_weights,
 )
 from attnlib.live.transformer_translator import packed_weights
@@ -33,6 +36,7 @@ from attnlib.tasks.induction import InductionTask
 from tests.helpers import data_attribute, node_answers
 
 JS = Path(attnlib.live.__file__).parent / "induction_lm.js"
+CHAPTER = Path(__file__).parents[1] / "notebooks" / "17_induction_heads.ipynb"
 LOGIT_TOLERANCE, WEIGHT_TOLERANCE = 1e-4, 1e-5
 # stdin: [{config, manifest, weights, cases: [{ids, off}]}]; stdout: per model, per case,
 # {logits, weights, predicted} or {error: {name, message}}.
@@ -263,3 +267,56 @@ def test_models_the_port_does_not_run_are_refused() -> None:
     grouped = InductionTask().model_config(decoder_kv_heads=2)
     with pytest.raises(ValueError, match="one key/value head per query head"):
         induction_live(DecoderOnlyLM(grouped), torch.tensor([[0, 5]]))
+
+
+def test_page_model_reads_back_the_model_a_page_carries() -> None:
+    for name, model in models().items():
+        page = induction_live(model, torch.tensor([[0, 5, 6]])).data
+        back = page_model(page)
+        assert back.tie_weights == model.tie_weights, name
+        for key, tensor in model.state_dict().items():
+            assert torch.equal(back.state_dict()[key], tensor), (name, key)
+    with pytest.raises(ValueError, match="no induction explorer in this HTML"):
+        page_model("<div></div>")
+
+
+def stored_explorer() -> str:
+    """The HTML of the explorer in chapter 17's stored outputs."""
+    for cell in nbformat.read(CHAPTER, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            markup = output.get("data", {}).get("text/html", "")
+            if 'data-explorer="induction"' in markup:
+                return markup
+    raise AssertionError(f"{CHAPTER.name} stores no induction explorer")
+
+
+def test_the_chapters_stored_model_runs_in_node_as_in_pytorch_and_copies() -> None:
+    """Chapter 17's page carries the current scripts and its trained model: node and PyTorch
+    agree on the page's examples, heads on and layer 2 off, and the model copies."""
+    markup = stored_explorer()
+    for name in SCRIPTS:
+        assert attnlib.live.script_source(name) in markup, (
+            f"{CHAPTER.name} stores an older {name}: re-execute it"
+        )
+    model = page_model(markup)
+    examples = json.loads(data_attribute(markup, "examples"))
+    layer_2 = [[1, head] for head in range(model.config.num_heads)]
+    cases = [{"ids": ids, "off": off} for ids in examples for off in ([], layer_2)]
+    weights, manifest = packed_weights(model)
+    payload = [
+        {"config": browser_config(model), "manifest": manifest, "weights": weights, "cases": cases}
+    ]
+    (answers,) = node_answers(HARNESS, [JS], payload)
+    for case, answer in zip(cases, answers, strict=True):
+        logits, _ = run_with_weights(model, case["ids"], [tuple(pair) for pair in case["off"]])
+        assert np.abs(np.array(answer["logits"]).reshape(logits.shape) - logits).max() <= 1e-4
+        assert answer["predicted"] == logits.argmax(-1).tolist()
+    # Trained: where copying can predict the next token (the probe's second copies), it does.
+    probe = InductionTask().probe()
+    with torch.no_grad():
+        guesses = model(probe.ids).argmax(-1)[:, :-1]
+    mask = probe.repeat_mask[:, :-1]
+    right = (guesses == probe.ids[:, 1:])[mask].float().mean()
+    with torch.no_grad(), model.ablated([tuple(pair) for pair in layer_2]):
+        ablated = (model(probe.ids).argmax(-1)[:, :-1] == probe.ids[:, 1:])[mask].float().mean()
+    assert right >= 0.5 and ablated <= 0.1, (right, ablated)

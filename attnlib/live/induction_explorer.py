@@ -12,6 +12,11 @@ and ``induction_explorer.js`` (the controls). It needs no kernel.
 
 from __future__ import annotations
 
+import base64
+import html
+import json
+import math
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -21,6 +26,7 @@ from IPython.display import HTML
 from attnlib.live import _json, bundle, snippet
 from attnlib.live.transformer_translator import packed_weights
 from attnlib.lm import DecoderOnlyLM
+from attnlib.model_config import TransformerConfig
 
 SCRIPTS = (
     "attention.js",
@@ -30,6 +36,17 @@ SCRIPTS = (
     "induction_explorer.js",
 )
 BOS = 0  # every sequence of chapter 17's task starts with it
+# The TransformerConfig fields the browser reads (and page_model reads back).
+CONFIG_FIELDS = (
+    "vocab_size",
+    "d_model",
+    "num_heads",
+    "num_layers",
+    "d_ff",
+    "max_len",
+    "positions",
+    "norm_first",
+)
 MAX_EXAMPLES = 12
 
 
@@ -57,19 +74,10 @@ def _check_supported(model: object) -> DecoderOnlyLM:
 
 def browser_config(model: DecoderOnlyLM) -> dict[str, object]:
     """What ``induction_lm.js`` needs besides the weights."""
-    c = model.config
-    return {
-        "vocab_size": c.vocab_size,
-        "d_model": c.d_model,
-        "num_heads": c.num_heads,
-        "num_layers": c.num_layers,
-        "d_ff": c.d_ff,
-        "max_len": c.max_len,
-        "positions": c.positions,
-        "norm_first": c.norm_first,
-        "layer_norm_eps": model.layers[0].norm1.eps,
-        "tie_weights": model.tie_weights,
-    }
+    config = {key: getattr(model.config, key) for key in CONFIG_FIELDS}
+    config["layer_norm_eps"] = model.layers[0].norm1.eps
+    config["tie_weights"] = model.tie_weights
+    return config
 
 
 @torch.no_grad()
@@ -124,6 +132,34 @@ def _scores(scores: dict[str, object] | None, model: DecoderOnlyLM) -> dict[str,
             raise ValueError(f"score {name!r} must be finite")
         found[str(name)] = [[round(float(x), 4) for x in row] for row in array]
     return found
+
+
+def page_model(markup: str) -> DecoderOnlyLM:
+    """The model an explorer's HTML carries, read back into a DecoderOnlyLM (in eval mode)."""
+    found = {
+        name: re.search(rf'data-{name}="([^"]*)"', markup)
+        for name in ("config", "manifest", "weights")
+    }
+    if 'data-explorer="induction"' not in markup or not all(found.values()):
+        raise ValueError("no induction explorer in this HTML (data-config, manifest and weights)")
+    config = json.loads(html.unescape(found["config"].group(1)))
+    manifest = json.loads(html.unescape(found["manifest"].group(1)))
+    numbers = np.frombuffer(base64.b64decode(found["weights"].group(1)), dtype="<f4")
+    model = DecoderOnlyLM(
+        TransformerConfig(**{key: config[key] for key in CONFIG_FIELDS}, dropout=0.0, pad_id=BOS),
+        tie_weights=config["tie_weights"],
+    )
+    state, offset = {}, 0
+    for name, shape in manifest:
+        count = math.prod(shape)
+        state[name] = torch.from_numpy(numbers[offset : offset + count].copy()).view(shape)
+        offset += count
+    if offset != numbers.size:
+        raise ValueError(f"the manifest names {offset} numbers, the weights hold {numbers.size}")
+    if config["tie_weights"]:
+        state["output.weight"] = state["embedding.weight"]
+    model.load_state_dict(state)
+    return model.eval()
 
 
 def snapshot(model: DecoderOnlyLM, ids: list[int]) -> str:
