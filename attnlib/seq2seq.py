@@ -18,6 +18,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnlib._checks import check_count, check_flag, check_lengths
 from attnlib.attention import attend_unchecked
+from attnlib.encoder import count_parameters as count_parameters  # Part II imports it from here
 from attnlib.masks import padding_mask_unchecked
 from attnlib.scores import AdditiveScore, Score, make_score
 
@@ -36,7 +37,7 @@ class Vocabulary(Protocol):
     def __len__(self) -> int: ...
 
 
-class Encoder(nn.Module):
+class GRUEncoder(nn.Module):
     """Embed characters and read them with a (bidirectional) GRU."""
 
     def __init__(
@@ -167,7 +168,7 @@ class Memory:
     mask: torch.Tensor
 
 
-class Decoder(nn.Module):
+class GRUDecoder(nn.Module):
     """What the three decoders share: a step is embed, ``advance``, then the output layer.
 
     ``advance`` works on embedded symbols and returns the features the output layer reads, so
@@ -205,7 +206,7 @@ class Decoder(nn.Module):
         return context.squeeze(1), weights.squeeze(1)
 
 
-class PlainDecoder(Decoder):
+class PlainDecoder(GRUDecoder):
     """No attention: every step sees the same summary vector of the whole source."""
 
     uses_attention = False
@@ -231,7 +232,7 @@ class PlainDecoder(Decoder):
         return torch.cat([hidden, context, embedded], dim=-1), (hidden, context), None
 
 
-class BahdanauDecoder(Decoder):
+class BahdanauDecoder(GRUDecoder):
     """Additive attention queried by the previous state s_{t-1}; the context feeds the GRU."""
 
     uses_attention = True
@@ -255,7 +256,7 @@ class BahdanauDecoder(Decoder):
         return torch.cat([hidden, context, embedded], dim=-1), (hidden,), weights
 
 
-class LuongDecoder(Decoder):
+class LuongDecoder(GRUDecoder):
     """Attention queried by the current state s_t; s̃_t = tanh(W_c [c_t; s_t]) predicts.
 
     With input feeding, s̃_{t-1} joins the next step's input, so the decoder knows where it
@@ -315,7 +316,7 @@ class Seq2Seq(nn.Module):
     """
 
     def __init__(
-        self, encoder: Encoder, decoder: Decoder, *, pad_id: int, sos_id: int, eos_id: int
+        self, encoder: GRUEncoder, decoder: GRUDecoder, *, pad_id: int, sos_id: int, eos_id: int
     ):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
@@ -393,7 +394,7 @@ def build_model(
     check_count("hidden_size", hidden_size)
     check_count("attention_size", attention_size)
     source_vocab_size, target_vocab_size = len(source_vocab), len(target_vocab)
-    encoder = Encoder(
+    encoder = GRUEncoder(
         source_vocab_size, embedding_dim, hidden_size, bidirectional, pad_id=source_vocab.pad_id
     )
     if kind == "none":
@@ -416,8 +417,3 @@ def build_model(
         sos_id=target_vocab.sos_id,
         eos_id=target_vocab.eos_id,
     )
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -8,7 +8,7 @@ import torch
 from attnlib import seed_everything
 from attnlib.data.text import CharVocab
 from attnlib.masks import padding_mask
-from attnlib.seq2seq import MODEL_KINDS, Encoder, LuongDecoder, build_model
+from attnlib.seq2seq import MODEL_KINDS, GRUEncoder, LuongDecoder, build_model
 
 # 4 special symbols + 16 and + 11 characters: vocabularies of 20 and 15 symbols.
 SOURCE, TARGET = CharVocab("abcdefghijklmnop"), CharVocab("abcdefghijk")
@@ -28,7 +28,7 @@ def batch():
 
 def test_encoder_outputs_and_summary_shapes(batch):
     source, lengths, _ = batch
-    outputs, summary = Encoder(SOURCE_VOCAB, 8, 16, pad_id=SOURCE.pad_id)(source, lengths)
+    outputs, summary = GRUEncoder(SOURCE_VOCAB, 8, 16, pad_id=SOURCE.pad_id)(source, lengths)
     assert outputs.shape == (3, 7, 16)
     assert summary.shape == (3, 16)
     # Packed sequences leave padded positions at exactly zero.
