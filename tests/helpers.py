@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -134,3 +135,13 @@ def finetuning_setup(tokenizer) -> tuple[task.ImdbConfig, object]:
     )
     config = small_config(max_len=64, n_valid=4, seed=0, finetune_batch=2, finetune_epochs=1)
     return config, prepare(data, tokenizer, config)
+
+
+def stored_explorer(notebook: Path, explorer: str) -> str:
+    """The HTML of the ``explorer`` (its data-explorer name) in a chapter's stored outputs."""
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            markup = output.get("data", {}).get("text/html", "")
+            if f'data-explorer="{explorer}"' in markup:
+                return markup
+    raise AssertionError(f"{notebook.name} stores no {explorer} explorer")

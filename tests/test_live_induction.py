@@ -15,7 +15,6 @@ import random
 from functools import cache
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -33,7 +32,7 @@ from attnlib.live.transformer_translator import packed_weights
 from attnlib.lm import DecoderOnlyLM
 from attnlib.model_config import TransformerConfig
 from attnlib.tasks.induction import InductionTask
-from tests.helpers import data_attribute, node_answers
+from tests.helpers import data_attribute, node_answers, stored_explorer
 
 JS = Path(attnlib.live.__file__).parent / "induction_lm.js"
 CHAPTER = Path(__file__).parents[1] / "notebooks" / "17_induction_heads.ipynb"
@@ -280,20 +279,10 @@ def test_page_model_reads_back_the_model_a_page_carries() -> None:
         page_model("<div></div>")
 
 
-def stored_explorer() -> str:
-    """The HTML of the explorer in chapter 17's stored outputs."""
-    for cell in nbformat.read(CHAPTER, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            markup = output.get("data", {}).get("text/html", "")
-            if 'data-explorer="induction"' in markup:
-                return markup
-    raise AssertionError(f"{CHAPTER.name} stores no induction explorer")
-
-
 def test_the_chapters_stored_model_runs_in_node_as_in_pytorch_and_copies() -> None:
     """Chapter 17's page carries the current scripts and its trained model: node and PyTorch
     agree on the page's examples, heads on and layer 2 off, and the model copies."""
-    markup = stored_explorer()
+    markup = stored_explorer(CHAPTER, "induction")
     for name in SCRIPTS:
         assert attnlib.live.script_source(name) in markup, (
             f"{CHAPTER.name} stores an older {name}: re-execute it"

@@ -40,7 +40,7 @@ from attnlib.live.translator import (
 from attnlib.seq2seq import MODEL_KINDS
 from attnlib.tasks.dates import DateTaskConfig, new_model, predict, prepare
 from attnlib.training import fit
-from tests.helpers import node_answers
+from tests.helpers import node_answers, stored_explorer
 
 SEQ2SEQ_JS = Path(attnlib.live.__file__).with_name("seq2seq.js")
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -492,24 +492,12 @@ def test_a_page_gives_back_the_models_it_carries() -> None:
         page_models("<div></div>")
 
 
-def stored_translator(notebook: str) -> str:
-    """The HTML of the translator explorer in a chapter's stored outputs."""
-    import nbformat
-
-    for cell in nbformat.read(NOTEBOOKS / notebook, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            markup = output.get("data", {}).get("text/html", "")
-            if 'data-explorer="translator"' in markup:
-                return markup
-    raise AssertionError(f"{notebook} stores no translator explorer")
-
-
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
 def test_the_chapters_shipped_models_translate_as_pytorch_does(chapter: str) -> None:
     """The trained models stored in the chapter's page, on 200 of its test dates: node and
     PyTorch agree token for token and to 1e-5. The page carries the current scripts."""
     notebook, config = CHAPTERS[chapter]
-    markup = stored_translator(notebook)
+    markup = stored_explorer(NOTEBOOKS / notebook, "translator")
     assert translator_script() in markup, (
         f"{notebook} stores an older seq2seq.js or translator_explorer.js: re-execute it"
     )

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import nbformat
 import pytest
 
 import attnlib
 from attnlib.live.translator import page_models, reference_steps, translator_live
 from attnlib.tasks.dates import DateTaskConfig, new_model, prepare
+from tests.helpers import stored_explorer
 
 from .conftest import ROOT, WatchedPage, explorer_page_url
 from .helpers import (
@@ -81,16 +81,6 @@ def translator_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     with serve_page(tmp_path_factory, "translator", [html.data]) as url:
         yield url
-
-
-def stored_translator(notebook: Path) -> str:
-    """The HTML of the translator explorer in a chapter's stored outputs."""
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        for output in cell.get("outputs", []):
-            markup = output.get("data", {}).get("text/html", "")
-            if 'data-explorer="translator"' in markup:
-                return markup
-    raise AssertionError(f"{notebook.name} stores no translator explorer")
 
 
 def control(root, name: str):
@@ -380,7 +370,7 @@ def test_book_page_translates_as_its_snapshot_says(
     snapshot = dict(re.findall(r"<li>([^:<]+): <code>([^<]*)</code>", stored))
     root = mounted(watched_page.page, HOOK, url)
     models, source_vocab, target_vocab = page_models(
-        stored_translator(CHAPTER_04 if chapter == "04" else CHAPTER_05)
+        stored_explorer(CHAPTER_04 if chapter == "04" else CHAPTER_05, "translator")
     )
     names = list(models)
     assert list(snapshot) == names
@@ -410,7 +400,7 @@ def test_chapter_05_explorer_translates_in_jupyterlab(
     assert control(root, "model").locator("option").count() == 4
     first = float(root.get_attribute("data-first-ms"))
     assert first < FIRST_MS, f"the first translation took {first:.0f} ms in JupyterLab"
-    models, source_vocab, target_vocab = page_models(stored_translator(CHAPTER_05))
+    models, source_vocab, target_vocab = page_models(stored_explorer(CHAPTER_05, "translator"))
     names = list(models)
     box = control(root, "text")
     box.fill("")
