@@ -1,4 +1,5 @@
-"""What an attention head does, measured: previous-token, prefix-matching and copying scores.
+"""What an attention head does, measured: previous-token, prefix-matching, copying and
+first-token (attention sink) scores.
 
 The measures of induction heads in Olsson et al. (2022), "In-context learning and induction
 heads", and Elhage et al. (2021), "A mathematical framework for transformer circuits". They take
@@ -38,6 +39,23 @@ def previous_token_score(weights: torch.Tensor) -> torch.Tensor:
         raise ValueError("weights need seq >= 2: position 0 has no previous token")
     to_previous = torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1)  # (b, l, h, seq - 1)
     return to_previous.mean(dim=(0, 3))
+
+
+def first_token_score(weights: torch.Tensor) -> torch.Tensor:
+    """Mean weight from t to position 0 over t >= 1 and the batch, the attention-sink measure
+    of Xiao et al. (2023): (b, l, h, s, s) -> (layers, heads). Uniform causal attention gives
+    the mean of 1 / (t + 1), which :func:`uniform_first_token_score` names."""
+    _check_weights(weights)
+    if weights.shape[-1] < 2:
+        raise ValueError("weights need seq >= 2: position 0 can only attend to itself")
+    return weights[..., 1:, 0].mean(dim=(0, 3))
+
+
+def uniform_first_token_score(seq: int) -> float:
+    """:func:`first_token_score` of uniform causal attention over ``seq`` positions."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 2:
+        raise ValueError(f"seq must be an int >= 2, got {seq!r}")
+    return sum(1 / (t + 1) for t in range(1, seq)) / (seq - 1)
 
 
 def _earlier_occurrences(ids: torch.Tensor) -> torch.Tensor:

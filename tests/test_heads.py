@@ -12,10 +12,12 @@ from attnlib.data.repeats import repeated_segments
 from attnlib.heads import (
     InContextLoss,
     copying_score,
+    first_token_score,
     in_context_gain,
     ov_circuit,
     prefix_matching_score,
     previous_token_score,
+    uniform_first_token_score,
 )
 
 
@@ -36,6 +38,40 @@ def uniform_causal(seq: int) -> torch.Tensor:
 def heads(*patterns: torch.Tensor, batch: int = 1) -> torch.Tensor:
     """(batch, 1 layer, len(patterns) heads, seq, seq) from (seq, seq) patterns."""
     return torch.stack(patterns)[None, None].expand(batch, -1, -1, -1, -1).clone()
+
+
+# --- first-token (attention sink) score -------------------------------------------------------
+
+
+def sink_pattern(seq: int) -> torch.Tensor:
+    """(seq, seq): every position puts all its weight on position 0."""
+    pattern = torch.zeros(seq, seq)
+    pattern[:, 0] = 1.0
+    return pattern
+
+
+def test_first_token_scores_a_sink_one_and_uniform_attention_its_mean():
+    weights = heads(sink_pattern(6), uniform_causal(6), previous_token_pattern(6), batch=2)
+    score = first_token_score(weights)
+    assert score.shape == (1, 3)
+    uniform = sum(1 / (t + 1) for t in range(1, 6)) / 5
+    assert score[0, 0].item() == 1.0 and score[0, 2].item() == pytest.approx(1 / 5)
+    assert score[0, 1].item() == pytest.approx(uniform)
+    assert uniform_first_token_score(6) == pytest.approx(uniform)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: first_token_score(torch.ones(1, 1, 1, 1, 1)), "seq >= 2"),
+        (lambda: first_token_score(torch.ones(1, 1, 3, 3)), "at least 5 dimensions"),
+        (lambda: uniform_first_token_score(1), "seq must be an int >= 2, got 1"),
+        (lambda: uniform_first_token_score(True), "seq must be an int >= 2"),
+    ],
+)
+def test_first_token_score_says_what_is_wrong(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
 
 
 # --- previous-token score -----------------------------------------------------------------------
