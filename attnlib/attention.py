@@ -138,6 +138,29 @@ def attend_unchecked(
     return dropped @ values, weights  # (..., n_queries, d_v)
 
 
+def attend_with_sink_unchecked(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None,
+    sink_logits: torch.Tensor,
+    dropout: nn.Module | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention with a sink: queries (batch, heads, n_q, d), keys and values
+    (batch, heads, n_k, d), sink_logits (heads,) -> output (batch, heads, n_q, d) and weights
+    (batch, heads, n_q, n_k). Each row's softmax runs over its scores and the head's sink
+    logit, a key that takes weight and returns nothing, so a row's weights sum to less than 1
+    (a fully masked row gives all to the sink: zero weights, zero output)."""
+    scores = scaled_dot_product(queries, keys)  # (batch, heads, n_q, n_k), float32 for halves
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    sink = sink_logits.to(scores.dtype).view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+    weights = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
+    weights = weights.to(values.dtype)
+    dropped = dropout(weights) if dropout is not None else weights
+    return dropped @ values, weights
+
+
 def pool_kv_heads(weight: torch.Tensor, num_kv_heads: int, head_dim: int) -> torch.Tensor:
     """(kv_heads * head_dim, ...) -> (num_kv_heads * head_dim, ...): the mean of each group of
     kv_heads / num_kv_heads consecutive heads' rows (Ainslie et al., 2023: GQA from multi-head)."""
@@ -148,6 +171,9 @@ def pool_kv_heads(weight: torch.Tensor, num_kv_heads: int, head_dim: int) -> tor
         )
     grouped = weight.reshape(num_kv_heads, kv_heads // num_kv_heads, head_dim, *weight.shape[1:])
     return grouped.mean(dim=1).reshape(num_kv_heads * head_dim, *weight.shape[1:])
+
+
+SINKS = ("learned", "plus_one")  # a learned logit per head, or a logit fixed at 0
 
 
 class MultiHeadAttention(nn.Module):
@@ -161,6 +187,8 @@ class MultiHeadAttention(nn.Module):
     the queries and keys of each head are rotated by their positions after the projections
     (rotary positions, :mod:`attnlib.positions`): keys stand at 0 .. n_keys - 1 after what a
     cache holds, and the queries at the last of them, so it is meant for self-attention.
+    ``sink`` (one of :data:`SINKS`) adds to every head a key that takes weight and returns
+    nothing (:func:`attend_with_sink_unchecked`); the "flash" implementation has none.
     """
 
     def __init__(
@@ -171,6 +199,7 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         num_kv_heads: int | None = None,
         rotary_base: float | None = None,
+        sink: str | None = None,
     ):
         super().__init__()
         d_model, num_heads = check_count("d_model", d_model), check_count("num_heads", num_heads)
@@ -191,6 +220,15 @@ class MultiHeadAttention(nn.Module):
             rotary_frequencies(self.head_dim, rotary_base)  # checks: an even head_dim, base > 0
             rotary_base = float(rotary_base)
         self.rotary_base = rotary_base
+        if sink is not None and sink not in SINKS:
+            raise ValueError(f"sink must be None or one of {list(SINKS)}, got {sink!r}")
+        self.sink = sink
+        if sink == "learned":
+            self.sink_logits = nn.Parameter(torch.zeros(num_heads))
+        else:  # softmax plus one: a logit of 0, not trained
+            self.register_buffer(
+                "sink_logits", None if sink is None else torch.zeros(num_heads), persistent=False
+            )
         # (heads,) multipliers of each head's output, or None: 0 switches a head off (ablation).
         self.head_gate: torch.Tensor | None = None
         kv_features = kv_heads * self.head_dim  # d_model unless heads are grouped
@@ -231,6 +269,7 @@ class MultiHeadAttention(nn.Module):
             "dropout": self.dropout_p,
             "num_kv_heads": self.num_kv_heads,
             "rotary_base": self.rotary_base,
+            "sink": self.sink,
         }
         copy = MultiHeadAttention(self.d_model, self.num_heads, **(options | changes))
         copy.load_state_dict(state())
@@ -336,11 +375,17 @@ class MultiHeadAttention(nn.Module):
         else:
             keys = self.split_kv_heads(self.key_projection(key))  # (batch, kv_heads, n_k, hd)
             values = self.split_kv_heads(self.value_projection(value))  # (batch, kv_heads, n_k, hd)
-            if self.rotary_base is not None:
-                start = 0 if cache is None else cache.seen
-                queries, keys = self.rotate(queries, keys, start)
-            if cache is not None:
-                keys, values = cache.update(keys, values)  # (batch, kv_heads, kept + n_k, hd)
+            if cache is not None and cache.renumbers:
+                # Positions are places in the cache (StreamingLLM): rotate what it holds.
+                keys, values = cache.update(keys, values)  # (batch, kv_heads, kept, hd)
+                if self.rotary_base is not None:
+                    queries, keys = self.rotate(queries, keys)
+            else:
+                if self.rotary_base is not None:
+                    start = 0 if cache is None else cache.seen
+                    queries, keys = self.rotate(queries, keys, start)
+                if cache is not None:
+                    keys, values = cache.update(keys, values)  # (batch, kv_heads, kept + n_k, hd)
         heads, weights = self.attend_heads(
             queries, keys, values, mask4d, implementation, causal, window
         )
@@ -371,6 +416,8 @@ class MultiHeadAttention(nn.Module):
         """Queries (batch, heads, n_q, hd), keys and values (batch, kv_heads, n_k, hd) -> heads
         (batch, heads, n_q, hd), weights (batch, heads, n_q, n_k) or None; a query with no
         allowed key gets a zero output in every implementation."""
+        if self.sink is not None:
+            return self._sink_heads(queries, keys, values, mask4d, implementation, causal, window)
         if implementation == "flash":
             return self._flash_heads(queries, keys, values, mask4d, causal, window), None
         n_queries, n_keys = queries.shape[2], keys.shape[2]
@@ -386,6 +433,30 @@ class MultiHeadAttention(nn.Module):
         return attend_unchecked(
             queries, keys, values, _and(mask4d, structure), dropout=self.dropout
         )
+
+    def _sink_heads(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        mask4d: torch.Tensor | None,
+        implementation: str,
+        causal: bool,
+        window: int | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`attend_heads` with the sink, written out for "eager" and "sdpa" alike (torch's
+        fused kernel has no sink); weights for "eager" only, as without a sink."""
+        if implementation == "flash":
+            raise ValueError(
+                "the flash implementation has no attention sink: use 'sdpa' or 'eager'"
+            )
+        structure = structure_mask(queries.shape[2], keys.shape[2], causal, window, queries.device)
+        keys, values = self.repeat_kv_heads(keys), self.repeat_kv_heads(values)
+        dropout = self.dropout if self.training else None
+        heads, weights = attend_with_sink_unchecked(
+            queries, keys, values, _and(mask4d, structure), self.sink_logits, dropout
+        )
+        return heads, weights if implementation == "eager" else None
 
     def _sdpa_heads(
         self,

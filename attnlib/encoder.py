@@ -34,7 +34,8 @@ _is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)
 def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleList:
     """``config.num_layers`` blocks of self-attention and feed-forward. A causal stack, a
     decoder-only model's, groups its key/value heads by ``decoder_kv_heads``, as a decoder does;
-    an encoder, which keeps no cache, has one per query head."""
+    an encoder, which keeps no cache, has one per query head. Only a causal stack takes the
+    config's ``attention_sink``."""
     return nn.ModuleList(
         EncoderLayer(
             config.d_model,
@@ -48,6 +49,7 @@ def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleLis
             rotary_base=rotary_base_of(config.positions),
             causal=causal,
             window=config.window,
+            sink=config.attention_sink if causal else None,
         )
         for _ in range(config.num_layers)
     )

@@ -24,6 +24,11 @@ class LayerKV:
     the cache drops all but the last w - 1 keys: it never holds more than w - 1 + new ones.
     """
 
+    # Rotary keys are cached rotated by their positions in the text; a cache that evicts from
+    # the middle (attnlib.streaming.SinkCache) keeps them unrotated and sets this, and the
+    # attention then rotates every held key by its place in the cache instead.
+    renumbers = False
+
     def __init__(self, window: int | None = None) -> None:
         self.window = None if window is None else check_count("window", window)
         self.keys: torch.Tensor | None = None

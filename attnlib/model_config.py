@@ -16,9 +16,10 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from attnlib._checks import check_count, check_flag, check_int, check_probability
+from attnlib.attention import SINKS
 from attnlib.transformer import ACTIVATIONS, POSITIONS
 
-_NAMED_WHEN_SET = ("decoder_kv_heads", "window")
+_NAMED_WHEN_SET = ("decoder_kv_heads", "window", "attention_sink")
 
 
 @dataclass
@@ -37,6 +38,10 @@ class TransformerConfig:
     (queries and keys rotated inside self-attention) or "none". ``window`` (None: none) keeps
     each position's self-attention to the last ``window`` positions (causal models) or to those
     within ``window`` on either side (the encoder).
+
+    ``attention_sink`` gives each head of a decoder-only model's attention a place to put
+    weight that returns nothing (:data:`attnlib.attention.SINKS`): "learned", one logit per head
+    (as in some 2025 open models), or "plus_one", a logit fixed at 0 (softmax plus one).
     """
 
     vocab_size: int
@@ -53,6 +58,7 @@ class TransformerConfig:
     activation: str = "relu"
     decoder_kv_heads: int | None = None
     window: int | None = None
+    attention_sink: str | None = None
 
     def __repr__(self) -> str:
         # Fields added after chapter 13's stored GPU run are named only when set, so that its
@@ -82,6 +88,11 @@ class TransformerConfig:
                 )
         if self.window is not None:
             check_count("window", self.window)
+        if self.attention_sink is not None and self.attention_sink not in SINKS:
+            raise ValueError(
+                f"unknown attention_sink {self.attention_sink!r}; choose None or one of "
+                f"{', '.join(map(repr, SINKS))}"
+            )
         self.dropout = check_probability("dropout", self.dropout)
         self.norm_first = check_flag("norm_first", self.norm_first)
         self.fused = check_flag("fused", self.fused)

@@ -1,5 +1,5 @@
-"""The NumPy oracle: softmax, attention, the worked example, heads, positions, masks, the
-online softmax, and chapter 12's learning-rate schedules and label smoothing.
+"""The NumPy oracle: softmax, attention (with a sink too), the worked example, heads, positions,
+masks, the online softmax, and chapter 12's learning-rate schedules and label smoothing.
 
 Everything here is plain NumPy in float64, written to be read; the torch code in the rest of
 ``attnlib`` and the browser explorers of :mod:`attnlib.live` are tested against it. Masks are
@@ -311,6 +311,26 @@ class OnlineSoftmaxStep:
     rescale: float  # exp(previous max - running_max): the factor the old sum was scaled by
     weights: np.ndarray  # (end,): the softmax of the keys seen so far
     output: np.ndarray | None  # (d_v,): weights @ values[:end], or None without values
+
+
+def sink_attention(
+    queries: np.ndarray,
+    keys: np.ndarray,
+    values: np.ndarray,
+    sink_logit: float,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One head with a sink: queries (n_q, d), keys (n_k, d), values (n_k, d_v), a sink logit
+    -> output (n_q, d_v), weights (n_q, n_k). Each row's weights are exp(score) over the sum of
+    the allowed keys' exp(score) and exp(sink_logit): the sink takes the rest and adds nothing."""
+    queries, keys, values = (np.asarray(a, dtype=np.float64) for a in (queries, keys, values))
+    scores = queries @ keys.T / np.sqrt(queries.shape[-1])
+    allowed = np.ones(scores.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    top = np.maximum(np.where(allowed, scores, -np.inf).max(axis=-1, keepdims=True), sink_logit)
+    exponentials = np.where(allowed, np.exp(scores - top), 0.0)
+    denominator = exponentials.sum(axis=-1, keepdims=True) + np.exp(sink_logit - top)
+    weights = exponentials / denominator
+    return weights @ values, weights
 
 
 def online_softmax_steps(

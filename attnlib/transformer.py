@@ -223,8 +223,8 @@ class EncoderLayer(ChoosesAttention, nn.Module):
 
     With ``causal`` each position attends to itself and those before it (a decoder-only
     model's block), with a ``window`` to the last ``window`` of them (without ``causal``, to
-    those within ``window`` on either side). ``num_kv_heads`` and ``rotary_base`` go to the
-    attention (:class:`~attnlib.attention.MultiHeadAttention`).
+    those within ``window`` on either side). ``num_kv_heads``, ``rotary_base`` and ``sink`` go
+    to the attention (:class:`~attnlib.attention.MultiHeadAttention`).
     """
 
     def __init__(
@@ -242,6 +242,7 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         rotary_base: float | None = None,
         causal: bool = False,
         window: int | None = None,
+        sink: str | None = None,
     ) -> None:
         super().__init__()
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
@@ -254,7 +255,12 @@ class EncoderLayer(ChoosesAttention, nn.Module):
         self.window = None if window is None else check_count("window", window)
         # The attention module drops attention weights; dropout1/2 drop each sublayer's output.
         self.attention = MultiHeadAttention(
-            d_model, num_heads, dropout=dropout, num_kv_heads=num_kv_heads, rotary_base=rotary_base
+            d_model,
+            num_heads,
+            dropout=dropout,
+            num_kv_heads=num_kv_heads,
+            rotary_base=rotary_base,
+            sink=sink,
         )
         # d_ff = 0: no feed-forward sublayer at all, an attention-only block (Elhage et al. 2021)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation) if d_ff else None
