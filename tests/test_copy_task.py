@@ -12,6 +12,7 @@ from attnlib.tasks.copy import (
     DIGITS,
     CopyTaskConfig,
     best_epoch,
+    copy_marks,
     copy_pairs,
     evaluate,
     make_copy_splits,
@@ -22,6 +23,7 @@ from attnlib.tasks.copy import (
     scores_by_length,
     token_accuracy,
     train,
+    train_seed,
 )
 
 TINY = CopyTaskConfig(
@@ -78,6 +80,22 @@ def test_token_accuracy_counts_symbols_at_their_positions():
     assert token_accuracy(["1234", "99"], ["1234", "98"]) == pytest.approx(5 / 6)
     assert token_accuracy(["12"], ["1234"]) == 0.5  # too short: the rest is missed
     assert token_accuracy(["123456"], ["1234"]) == 1.0  # extra symbols are not counted
+
+
+def test_copy_marks_point_at_wrong_missing_and_extra_symbols():
+    assert copy_marks("1234", "1234") == "    "
+    assert copy_marks("1243", "1234") == "  ^^"
+    assert copy_marks("12", "1234") == "  ^^"  # too short: the missing digits are wrong
+    assert copy_marks("12345", "1234") == "    ^"  # too long: the extra digit is wrong
+    assert copy_marks("", "") == ""
+
+
+def test_a_seed_run_keeps_its_trained_model():
+    run = train_seed("bahdanau", TINY, 0)
+    task = prepare(TINY)
+    predictions, scores = evaluate(run.model(task), task.test_batches, task)
+    assert predictions == run.predictions and scores == run.scores
+    assert run.model(task).training is False
 
 
 def test_scores_by_length_groups_by_source_length():
@@ -147,6 +165,7 @@ def test_quick_mode_shrinks_the_configuration(monkeypatch):
         (lambda: token_accuracy(["1"], ["1", "2"]), ValueError, "1 predictions for 2 targets"),
         (lambda: scores_by_length([], []), ValueError, "at least one target"),
         (lambda: mean_and_sd([]), ValueError, "at least one value"),
+        (lambda: copy_marks("12", 12), TypeError, "compares two strings, got str and int"),
         (
             lambda: CopyTaskConfig(patience=0),
             ValueError,

@@ -38,6 +38,9 @@ from attnlib.live.translator import (
     vocab_spec,
 )
 from attnlib.seq2seq import MODEL_KINDS
+from attnlib.tasks.copy import CopyTaskConfig, copy_marks
+from attnlib.tasks.copy import new_model as new_copy_model
+from attnlib.tasks.copy import prepare as prepare_copy
 from attnlib.tasks.dates import DateTaskConfig, new_model, predict, prepare
 from attnlib.training import fit
 from tests.helpers import node_answers, stored_explorer
@@ -48,7 +51,9 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHAPTERS = {
     "04": ("04_bahdanau_attention.ipynb", DateTaskConfig()),
     "05": ("05_luong_attention.ipynb", DateTaskConfig(n_train=4_000, n_test=1_000, epochs=2)),
+    "14": ("14_decoder_transformer.ipynb", DateTaskConfig(n_test=1_000)),
 }
+COPIER = "03_the_bottleneck.ipynb"  # chapter 03 ships copiers of digit strings (expect="copy")
 FLOAT32_TOLERANCE = 1e-5
 FLOAT64_TOLERANCE = 1e-10
 N_DATES = 300
@@ -519,3 +524,69 @@ def test_the_chapters_shipped_models_translate_as_pytorch_does(chapter: str) -> 
         )
     )
     assert right >= 100, f"the first model gets only {right} of 200 test dates right"
+
+
+COPY_MARKS_HARNESS = """
+const s2s = require(process.argv[1]);
+const pairs = JSON.parse(require("fs").readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(pairs.map(([output, expected]) =>
+  s2s.copyMarks(output, expected).map((wrong) => (wrong ? "^" : " ")).join(""))));
+"""
+
+
+def test_copy_marks_in_node_are_pythons() -> None:
+    pairs = [("1234", "1234"), ("1243", "1234"), ("12", "1234"), ("12345", "1234"), ("", "7")]
+    answers = node_answers(COPY_MARKS_HARNESS, [SEQ2SEQ_JS], pairs)
+    assert answers == [copy_marks(output, expected) for output, expected in pairs]
+
+
+def test_translator_live_copy_mode_marks_the_page_and_its_snapshot() -> None:
+    task = prepare_copy(CopyTaskConfig(n_train=16, n_valid=4, n_test_per_length=1))
+    models = {kind: untrained_copy(kind, task) for kind in ("none", "bahdanau")}
+    markup = translator_live(models, task.vocab, task.vocab, "31415", expect="copy").data
+    assert 'data-expect="copy"' in markup.split("<script>")[0]  # the root's, not the script's
+    assert "copy any digits you type" in markup
+    for name, model in models.items():
+        output = reference_steps(model, "31415", task.vocab, task.vocab).text
+        verdict = "(right)" if output == "31415" else "(wrong: the answer is 31415)"
+        assert f"{name}: <code>{output or '(nothing)'}</code> {verdict}" in markup, name
+    plain = translator_live(models, task.vocab, task.vocab, "31415").data
+    assert "data-expect" not in plain.split("<script>")[0]
+    assert "translate any date you type" in plain
+    with pytest.raises(ValueError, match="expect must be None or one of"):
+        translator_live(models, task.vocab, task.vocab, "31415", expect="reverse")
+    dates = date_task()
+    with pytest.raises(ValueError, match="one vocabulary for the source and the target"):
+        translator_live(
+            small_models(dates), dates.source_vocab, dates.target_vocab, "1.2.03", expect="copy"
+        )
+
+
+def untrained_copy(kind: str, task, seed: int = 0) -> torch.nn.Module:
+    seed_everything(seed)
+    return new_copy_model(kind, task).eval()
+
+
+def test_chapter_03s_stored_copiers_copy_as_pytorch_does() -> None:
+    """Chapter 03's stored copiers, on 200 of its test strings and longer ones: node and PyTorch
+    agree token for token and to 1e-5; with attention, nearly every string comes out right."""
+    markup = stored_explorer(NOTEBOOKS / COPIER, "translator")
+    assert translator_script() in markup, (
+        f"{COPIER} stores an older seq2seq.js or translator_explorer.js: re-execute it"
+    )
+    assert 'data-expect="copy"' in markup.split("<script>")[0]
+    models, vocab, _ = page_models(markup)
+    task = prepare_copy(CopyTaskConfig())
+    texts = [source for source, _ in task.splits.test[::4]] + ["31415926535897932384", "7" * 30]
+    largest = compare(models, task, texts, max_steps=41)
+    for name, (p, w) in largest.items():
+        assert p <= FLOAT32_TOLERANCE and w <= FLOAT32_TOLERANCE, (name, p, w)
+    copies = {
+        name: [s.text for s in reference_steps_batch(model, texts[:200], vocab, vocab, 41)]
+        for name, model in models.items()
+    }
+    right = {
+        name: sum(c == t for c, t in zip(out, texts, strict=False)) for name, out in copies.items()
+    }
+    assert max(right.values()) >= 180, right  # the model with attention copies nearly all
+    assert min(right.values()) <= 150, right  # the one without falls on the long ones

@@ -496,6 +496,18 @@
     };
   }
 
+  // attnlib.tasks.copy.copy_marks: for each position of the longer string, whether the output
+  // differs there from what it should copy (a wrong, a missing or an extra character).
+  function copyMarks(output, expected) {
+    var out = Array.from(output);
+    var want = Array.from(expected);
+    var marks = [];
+    for (var i = 0; i < Math.max(out.length, want.length); i++) {
+      marks.push(!(i < out.length && i < want.length && out[i] === want[i]));
+    }
+    return marks;
+  }
+
   var api = {
     KINDS: KINDS,
     base64Bytes: base64Bytes,
@@ -509,6 +521,7 @@
     tokenize: tokenize,
     decode: decode,
     translate: translate,
+    copyMarks: copyMarks,
   };
 
   if (typeof module === "object" && module && module.exports) {

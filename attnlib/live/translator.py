@@ -42,6 +42,7 @@ EXPLORER = "translator"
 # The longest input the page translates: the dates of chapters 03-05 have at most 69 characters.
 MAX_LENGTH = 100
 MAX_STEPS = 20  # attnlib.tasks.dates.translate's default
+EXPECTS = ("copy",)  # what an output is held to: "copy" (chapter 03), the input itself
 
 
 def model_kind(model: Seq2Seq) -> str:
@@ -259,6 +260,7 @@ def snapshot(
     start: str,
     target: str | None,
     max_steps: int,
+    expect: str | None = None,
 ) -> str:
     """The explorer without JavaScript: each model's translation of ``example``, and the
     ``start`` model's steps in words (character, probability, the input it read most)."""
@@ -273,6 +275,7 @@ def snapshot(
             f"{html.escape(verdict)}</li>"
         )
     first = reference_steps(models[start], example, source_vocab, target_vocab, max_steps)
+    what = "copy any digits you type" if expect == "copy" else "translate any date you type"
     rows = []
     characters = list(example)
     for t, token in enumerate(first.tokens):
@@ -290,8 +293,8 @@ def snapshot(
         )
     return (
         f"<p>{FALLBACK}</p>"
-        "<p><strong>With JavaScript, the trained models translate any date you type, in your "
-        "browser.</strong> Below is a snapshot stored when the chapter was executed.</p>"
+        f"<p><strong>With JavaScript, the trained models {what}, in your browser.</strong> "
+        "Below is a snapshot stored when the chapter was executed.</p>"
         f"<p>Input: <code>{html.escape(example)}</code> ({len(characters)} characters)</p>"
         f"<ul>{''.join(lines)}</ul>"
         f"<table><caption>{html.escape(start)}, step by step</caption><thead><tr><th>step</th>"
@@ -345,13 +348,16 @@ def translator_live(
     examples: Sequence[str] = (),
     max_steps: int = MAX_STEPS,
     max_length: int = MAX_LENGTH,
+    expect: str | None = None,
 ) -> HTML:
     """The live translator for ``models`` (name -> trained :class:`~attnlib.seq2seq.Seq2Seq`,
     all on the two vocabularies), opening on ``example`` (whose right translation ``target``
     the snapshot may name) with the model ``start`` (default: the first). ``examples`` are
     more dates offered in a list beside the text box. Inputs of up to ``max_length``
     characters are translated, with at most ``max_steps`` output steps (as
-    :func:`attnlib.tasks.dates.translate`)."""
+    :func:`attnlib.tasks.dates.translate`). With ``expect="copy"`` (chapter 03's copy task) the
+    right output is the input: the page shows every model's copy with its wrong characters
+    marked (:func:`attnlib.tasks.copy.copy_marks`), and ``target`` is the example."""
     if not isinstance(models, Mapping) or not models:
         raise ValueError("translator_live needs a dict of at least one model: name -> Seq2Seq")
     for name in models:
@@ -374,6 +380,12 @@ def translator_live(
         raise ValueError(f"start must name one of the models {list(models)}, got {start!r}")
     if target is not None and not isinstance(target, str):
         raise TypeError(f"target must be a string or None, got {type(target).__name__}")
+    if expect is not None and expect not in EXPECTS:
+        raise ValueError(f"expect must be None or one of {list(EXPECTS)}, got {expect!r}")
+    if expect == "copy":
+        if source_vocab.itos != target_vocab.itos:
+            raise ValueError("expect='copy' needs one vocabulary for the source and the target")
+        target = example if target is None else target
     attributes = {
         "models": json.dumps(specs, separators=(",", ":")),
         "vocab": json.dumps(
@@ -387,5 +399,9 @@ def translator_live(
         "max-steps": str(max_steps),
         "max-length": str(max_length),
     }
-    fallback = snapshot(models, example, source_vocab, target_vocab, start, target, max_steps)
+    if expect is not None:
+        attributes["expect"] = expect
+    fallback = snapshot(
+        models, example, source_vocab, target_vocab, start, target, max_steps, expect
+    )
     return HTML(snippet(EXPLORER, attributes, fallback, translator_script()))

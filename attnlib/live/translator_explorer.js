@@ -3,11 +3,14 @@
  * Type a date: seq2seq.js translates it with the chosen model (its weights inlined by
  * attnlib.live.translator.translator_live), and the explorer shows the translation, the
  * probability of each output character, the alignment (one row per output step, one column per
- * input character) and, step by step, what the decoder wrote and where it looked. Needs
+ * input character) and, step by step, what the decoder wrote and where it looked. With
+ * data-expect="copy" (chapter 03's copy task) the input is a digit string that the models must
+ * copy: every model copies it, and each copy is shown with its wrong characters marked. Needs
  * attention.js, explorers.js (the DOM helpers) and seq2seq.js first. Stable hooks for tests:
  *   root     .attnlib-live[data-explorer="translator"], data-mounted once built; data-models
  *            (the specs of seq2seq.js), data-vocab {source, target}, data-example, data-examples
- *            (JSON list of dates), data-start (a model index), data-max-steps, data-max-length;
+ *            (JSON list of dates), data-start (a model index), data-max-steps, data-max-length,
+ *            data-expect ("copy" or absent);
  *            set by the explorer: data-shown (JSON {model, text, step, steps}), data-ms (the
  *            milliseconds of the last translation: weights read when first needed, the forward
  *            pass and the drawing, performance.now around them), data-first-ms (the first's),
@@ -19,7 +22,9 @@
  *            (nothing to translate: empty or too long) | "step" (what step t wrote and read) |
  *            "heatmap" (SVG: a rect per weight with data-row, data-col, data-weight (4 decimals),
  *            text labels data-label="input" | "output" | "probability", the step's row
- *            outlined by [data-current]) | "colorbar" | "hover"]
+ *            outlined by [data-current]) | "colorbar" | "hover" | "compare" (copy only: a row
+ *            [data-model] per model with data-wrong (how many positions are wrong) and its
+ *            copy's characters, each [data-position] with data-wrong="true" where it is wrong)]
  */
 (function (root) {
   "use strict";
@@ -56,6 +61,13 @@
     ".attnlib-live .tr-message{color:#b35900;margin:.2em 0}",
     ".attnlib-live .tr-message:empty{display:none}",
     ".attnlib-live code{overflow-wrap:anywhere}",
+    ".attnlib-live .tr-compare{border-collapse:collapse;margin:.3em 0}",
+    ".attnlib-live .tr-compare td{padding:.1em .6em .1em 0;vertical-align:baseline;",
+    "text-align:left;white-space:nowrap}",
+    ".attnlib-live .tr-compare tr[data-chosen] td:first-child{font-weight:600}",
+    ".attnlib-live .tr-copy{font-family:monospace;font-size:1.1em;letter-spacing:.08em}",
+    ".attnlib-live .tr-copy span[data-wrong=true]{background:#fdd0a2;color:#8c2d04;",
+    "text-decoration:underline wavy #d94801}",
   ].join("");
 
   function injectStyle() {
@@ -130,14 +142,16 @@
       start: start >= 0 && start < specs.length ? start : 0,
       maxSteps: positiveInt(rootElement, "max-steps", 20),
       maxLength: positiveInt(rootElement, "max-length", 100),
+      copy: rootElement.getAttribute("data-expect") === "copy",
     };
   }
 
   // What the typed text cannot be: null when it can be translated, else the words to show.
-  function refusal(text, maxLength) {
+  function refusal(text, maxLength, copy) {
     var length = Array.from(text).length;
     if (!length) {
-      return "Type a date to translate (the encoder needs at least one character).";
+      return (copy ? "Type digits to copy" : "Type a date to translate") +
+        " (the encoder needs at least one character).";
     }
     if (length > maxLength) {
       return "That is " + length + " characters; this explorer translates at most " +
@@ -248,6 +262,30 @@
     return el("div", { class: "tr-map" }, parts);
   }
 
+  // Chapter 03's comparison: each model's copy of the typed text, its wrong characters marked
+  // (a missing one shows as "_"), the chosen model's row in bold.
+  function compareTable(outputs, specs, typed, chosenIndex) {
+    var rows = outputs.map(function (output, m) {
+      var marks = s2s.copyMarks(output, typed);
+      var wanted = Array.from(output);
+      var wrong = marks.filter(Boolean).length;
+      var spans = marks.map(function (isWrong, i) {
+        var symbol = i < wanted.length ? shown(wanted[i]) : "_";
+        return el("span", { "data-position": i, "data-wrong": String(isWrong),
+          title: isWrong ? (i < wanted.length ? "wrong" : "missing") : "" }, [symbol]);
+      });
+      var verdict = wrong ? wrong + " of " + marks.length + " wrong" : "right";
+      return el("tr", m === chosenIndex ? { "data-model": m, "data-wrong": wrong,
+        "data-chosen": "" } : { "data-model": m, "data-wrong": wrong }, [
+        el("td", {}, [specs[m].name]),
+        el("td", { class: "tr-copy" }, spans.length ? spans : ["(nothing)"]),
+        el("td", { class: "al-note" }, [verdict]),
+      ]);
+    });
+    return el("table", { class: "tr-compare", "data-readout": "compare" }, [
+      el("tbody", {}, rows)]);
+  }
+
   function mountTranslator(rootElement) {
     var data;
     try {
@@ -266,14 +304,17 @@
     var labels = [];
     var count = 0;
 
+    var noun = data.copy ? "digits" : "date";
     var text = el("input", { type: "text", class: "tr-text", value: data.example,
       spellcheck: "false", autocomplete: "off", autocapitalize: "none",
-      "data-control": "text", "aria-label": "a date to translate" });
+      inputmode: data.copy ? "numeric" : "text", "data-control": "text",
+      "aria-label": data.copy ? "digits to copy" : "a date to translate" });
     var model = el("select", { "data-control": "model", "aria-label": "model" },
       data.specs.map(function (spec, m) {
         return el("option", { value: m, selected: m === data.start }, [spec.name]);
       }));
-    var examples = el("select", { "data-control": "examples", "aria-label": "example dates" },
+    var examples = el("select", { "data-control": "examples",
+      "aria-label": data.copy ? "example strings" : "example dates" },
       [el("option", { value: "" }, ["examples…"])].concat(data.examples.map(function (date) {
         return el("option", { value: date }, [date]);
       })));
@@ -288,6 +329,7 @@
     var error = el("p", { class: "al-error", "data-readout": "error", role: "alert",
       hidden: true });
     var stepText = el("p", { class: "al-note", "data-readout": "step" }, [""]);
+    var comparison = el("div", { class: "tr-scroll" });
     var picture = el("div", { class: "tr-picture" });
     var hover = el("p", { class: "al-note", "data-readout": "hover" }, [HOVER_HINT]);
     var stepRow = el("div", { class: "tr-steps" }, [
@@ -302,13 +344,17 @@
     }
     var one = data.specs.length === 1 ? " (" + data.specs[0].name + ")" : "";
     rootElement.appendChild(el("p", { class: "al-title" }, [
-      "Translator: the trained model" + (data.specs.length > 1 ? "s run" : " runs") +
-      " in your browser" + one]));
+      (data.copy ? "Copier" : "Translator") + ": the trained model" +
+      (data.specs.length > 1 ? "s run" : " runs") + " in your browser" + one]));
     rootElement.appendChild(el("div", { class: "al-row" }, [
-      el("label", { class: "tr-field" }, ["date", text])].concat(pickers)));
+      el("label", { class: "tr-field" }, [noun, text])].concat(pickers)));
     rootElement.appendChild(message);
     rootElement.appendChild(error);
-    rootElement.appendChild(el("p", {}, ["translation ", translation]));
+    if (data.copy) {
+      rootElement.appendChild(comparison);
+    }
+    rootElement.appendChild(el("p", {}, [data.copy ? "the chosen model's copy " :
+      "translation ", translation]));
     rootElement.appendChild(stepRow);
     rootElement.appendChild(stepText);
     rootElement.appendChild(picture);
@@ -400,6 +446,7 @@
 
     function clear(words) {
       result = null;
+      comparison.textContent = "";
       translation.textContent = "";
       message.textContent = "";
       error.textContent = words;
@@ -416,18 +463,29 @@
     function translate() {
       var started = performance.now();
       var typed = text.value;
-      var refused = refusal(typed, data.maxLength);
+      var refused = refusal(typed, data.maxLength, data.copy);
       examples.value = data.examples.indexOf(typed) >= 0 ? typed : "";
       if (refused) {
         clear(refused);
         return;
       }
+      var outputs = null;
       try {
         result = s2s.translate(modelOf(chosen()), typed, data.source, data.target,
           data.maxSteps);
+        if (data.copy) {
+          outputs = data.specs.map(function (_, m) {
+            return m === chosen() ? result.text : s2s.translate(modelOf(m), typed, data.source,
+              data.target, data.maxSteps).text;
+          });
+        }
       } catch (problemMet) {
         clear("The model could not run: " + problemMet.message);
         return;
+      }
+      if (outputs) {
+        comparison.textContent = "";
+        comparison.appendChild(compareTable(outputs, data.specs, typed, chosen()));
       }
       labels = result.characters.map(shown);
       rows = result.tokens.map(rowLabel);

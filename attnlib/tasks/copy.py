@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import torch
 from torch import nn
 
 from attnlib._checks import check_count, check_number
@@ -205,6 +206,21 @@ def token_accuracy(predictions: Sequence[str], targets: Sequence[str]) -> float:
     return right / sum(len(target) for target in targets)
 
 
+def copy_marks(output: str, expected: str) -> str:
+    """A line as long as the longer string: ``^`` under each position where ``output`` differs
+    from ``expected`` (a wrong symbol, a missing one or an extra one), a space elsewhere."""
+    if not isinstance(output, str) or not isinstance(expected, str):
+        raise TypeError(
+            f"copy_marks compares two strings, got {type(output).__name__} and "
+            f"{type(expected).__name__}"
+        )
+    width = max(len(output), len(expected))
+    return "".join(
+        " " if i < len(output) and i < len(expected) and output[i] == expected[i] else "^"
+        for i in range(width)
+    )
+
+
 def evaluate(
     model: Seq2Seq, batches: Sequence[Batch], task: CopyTask
 ) -> tuple[list[str], dict[str, float]]:
@@ -281,7 +297,8 @@ class SeedRun:
     """One kind trained on one seed's data: what chapter 03 keeps of each of its runs.
 
     ``scores`` holds the test split's ``exact`` match and ``token`` accuracy, ``by_length`` the
-    same per input length, shortest first; ``predictions`` are the test outputs, in order.
+    same per input length, shortest first; ``predictions`` are the test outputs, in order;
+    ``state`` the trained weights (those of the best validation epoch), for :meth:`model`.
     """
 
     kind: str
@@ -291,6 +308,13 @@ class SeedRun:
     predictions: list[str]
     scores: dict[str, float]
     by_length: list[LengthScores]
+    state: dict[str, torch.Tensor]
+
+    def model(self, task: CopyTask) -> Seq2Seq:
+        """The trained model again, rebuilt for ``task`` (whose sizes it was trained with)."""
+        model = new_model(self.kind, task)
+        model.load_state_dict(self.state)
+        return model.eval()
 
 
 def train_seed(kind: str, config: CopyTaskConfig, seed: int) -> SeedRun:
@@ -301,7 +325,8 @@ def train_seed(kind: str, config: CopyTaskConfig, seed: int) -> SeedRun:
     run = train(kind, task, progress=False)
     predictions, scores = evaluate(run.model, task.test_batches, task)
     by_length = scores_by_length(predictions, task.splits.test)
-    return SeedRun(kind, seed, run.history, run.seconds, predictions, scores, by_length)
+    state = {name: value.detach().clone() for name, value in run.model.state_dict().items()}
+    return SeedRun(kind, seed, run.history, run.seconds, predictions, scores, by_length, state)
 
 
 @dataclass(frozen=True)

@@ -419,3 +419,154 @@ def test_chapter_05_explorer_translates_in_jupyterlab(
     page.screenshot(path=str(screenshots / "jupyterlab_05_translator.png"))
     watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
     assert CHAPTER_05.read_bytes() == before, f"{CHAPTER_05} changed during the test"
+
+
+# --- chapter 03: the copier (expect="copy") ------------------------------------------------
+
+CHAPTER_03 = ROOT / "notebooks" / "03_the_bottleneck.ipynb"
+COPY_KINDS = ("none", "bahdanau")
+COPY_EXAMPLE = "4096"
+COPY_TYPED = ["7", "31415926", "0123456789012345678901"]
+
+
+@cache
+def copy_task():
+    from attnlib.tasks.copy import CopyTaskConfig
+    from attnlib.tasks.copy import prepare as prepare_copy
+
+    return prepare_copy(CopyTaskConfig(n_train=64, n_valid=8, n_test_per_length=2))
+
+
+@cache
+def copy_models() -> dict:
+    """An untrained model without attention and one with, chapter 03's copy sizes, seeded."""
+    from attnlib.tasks.copy import new_model as new_copy_model
+
+    models = {}
+    for seed, kind in enumerate(COPY_KINDS):
+        attnlib.seed_everything(10 + seed, threads=1)
+        models[kind] = new_copy_model(kind, copy_task()).eval()
+    return models
+
+
+@pytest.fixture(scope="module")
+def copier_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    vocab = copy_task().vocab
+    html = translator_live(
+        copy_models(), vocab, vocab, COPY_EXAMPLE, examples=["12345678"], expect="copy"
+    )
+    with serve_page(tmp_path_factory, "translator", [html.data]) as url:
+        yield url
+
+
+def compare_rows(root) -> list[dict]:
+    """The copier's comparison: per model, its name, copy, marks and count of wrong places."""
+    return readout(root, "compare").evaluate(
+        """(table) => Array.from(table.querySelectorAll("tr[data-model]")).map((row) => ({
+            model: Number(row.dataset.model), wrong: Number(row.dataset.wrong),
+            chosen: row.hasAttribute("data-chosen"), name: row.cells[0].textContent,
+            symbols: Array.from(row.querySelectorAll("span[data-position]"))
+              .map((s) => s.textContent).join(""),
+            marks: Array.from(row.querySelectorAll("span[data-position]"))
+              .map((s) => (s.dataset.wrong === "true" ? "^" : " ")).join(""),
+            verdict: row.cells[2].textContent }))"""
+    )
+
+
+def check_copies(root, models: dict, vocab, text: str, chosen: int) -> None:
+    """Every model's copy of ``text`` is PyTorch's, its marks are copy_marks's."""
+    from attnlib.tasks.copy import copy_marks
+
+    rows = compare_rows(root)
+    assert [row["name"] for row in rows] == list(models), text
+    for row, (name, model) in zip(rows, models.items(), strict=True):
+        output = reference_steps(model, text, vocab, vocab, max_steps=20).text
+        marks = copy_marks(output, text)
+        assert row["symbols"] == output + "_" * (len(marks) - len(output)), (name, text)
+        assert row["marks"] == marks, (name, text)
+        assert row["wrong"] == marks.count("^"), (name, text)
+        assert row["verdict"] == (
+            "right" if marks.count("^") == 0 else f"{marks.count('^')} of {len(marks)} wrong"
+        ), (name, text)
+        assert row["chosen"] == (row["model"] == chosen), (name, text)
+
+
+def test_the_copier_marks_every_models_wrong_digits(
+    watched_page: WatchedPage, copier_url: str
+) -> None:
+    root = mounted(watched_page.page, HOOK, f"{copier_url}index.html")
+    vocab = copy_task().vocab
+    assert root.locator(".al-title").inner_text().startswith("Copier")
+    assert control(root, "text").get_attribute("aria-label") == "digits to copy"
+    check_copies(root, copy_models(), vocab, COPY_EXAMPLE, 0)
+    for text in COPY_TYPED:
+        type_date(root, text)
+        check_copies(root, copy_models(), vocab, text, 0)
+    control(root, "model").select_option("1")
+    check_copies(root, copy_models(), vocab, COPY_TYPED[-1], 1)
+    steps = reference_steps(copy_models()["bahdanau"], COPY_TYPED[-1], vocab, vocab, 20)
+    assert readout(root, "translation").inner_text() == (steps.text or "(nothing)")
+    assert shown(root)["steps"] == len(steps.tokens)
+    control(root, "examples").select_option("12345678")
+    check_copies(root, copy_models(), vocab, "12345678", 1)
+    type_date(root, "")
+    assert readout(root, "compare").count() == 0
+    assert "Type digits to copy" in readout(root, "error").inner_text()
+    watched_page.watch.assert_clean("the copier", scripts_only=True)
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_the_copier_fits_at_1280_and_375_px(
+    browser, copier_url: str, screenshots: Path, width: int
+) -> None:
+    with fresh_page(browser, viewport={"width": width, "height": 900}) as page:
+        root = mounted(page, HOOK, f"{copier_url}index.html")
+        for text in COPY_TYPED:
+            type_date(root, text)
+            check_layout(page, root, width)
+        control(root, "model").select_option("1")
+        check_layout(page, root, width)
+        page.screenshot(path=str(screenshots / f"03_explorer_{width}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("where", ["standalone", "book"])
+def test_chapter_03_copier_in_the_page(
+    request: pytest.FixtureRequest, watched_page: WatchedPage, where: str
+) -> None:
+    """The chapter's built page (skipped until built) copies as its stored models do."""
+    if where == "book":
+        url = explorer_page_url(request, "book", "notebooks/03_the_bottleneck", "copier_url")
+        models, vocab, _ = page_models(stored_explorer(CHAPTER_03, "translator"))
+    else:
+        url = explorer_page_url(request, "standalone", "", "copier_url")
+        models, vocab = copy_models(), copy_task().vocab
+    root = mounted(watched_page.page, HOOK, url)
+    for text in ["5", "2718281828459045", "31415926535897932384"]:
+        type_date(root, text)
+        check_copies(root, models, vocab, text, 0)
+    watched_page.watch.assert_clean(f"chapter 03's copier ({where})", scripts_only=True)
+
+
+def test_chapter_03_copier_in_jupyterlab(
+    lab: Lab,  # noqa: F811 (the fixture imported above)
+    watched_page: WatchedPage,
+    screenshots: Path,
+) -> None:
+    """The stored chapter 03 (its trained models, not run here): type digits, change model."""
+    page = watched_page.page
+    if 'data-expect=\\"copy\\"' not in CHAPTER_03.read_text(encoding="utf-8"):
+        pytest.skip(f"{CHAPTER_03.name} does not embed the copier yet")
+    open_stored(lab, page, CHAPTER_03, "translator")
+    root = mounted(page, f".jp-OutputArea-output {HOOK}", what="chapter 03's outputs")
+    models, vocab, _ = page_models(stored_explorer(CHAPTER_03, "translator"))
+    box = control(root, "text")
+    box.fill("")
+    box.press_sequentially("1234567890123")
+    assert box.input_value() == "1234567890123"
+    check_copies(root, models, vocab, "1234567890123", 0)
+    control(root, "model").select_option("1")
+    check_copies(root, models, vocab, "1234567890123", 1)
+    wait_for_idle_kernel(page)
+    root.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "jupyterlab_03_copier.png"))
+    watched_page.watch.assert_clean("JupyterLab", scripts_only=True)
