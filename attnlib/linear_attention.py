@@ -1,0 +1,106 @@
+"""Linear attention (Katharopoulos et al. 2020): softmax's exp(q·k) replaced by φ(q)·φ(k).
+
+With a feature map φ (here elu(x) + 1, positive everywhere) the weight of key j for query i is
+φ(q_i)·φ(k_j) / Σ_l φ(q_i)·φ(k_l), and the sums factor: a causal output is
+
+    out_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i,   S_i = Σ_{j ≤ i} φ(k_j) v_jᵀ,   z_i = Σ_{j ≤ i} φ(k_j).
+
+So the same function has two forms. :func:`linear_attention` is the **parallel** one, for
+training: the (n, n) matrix of φ(q)·φ(k), masked and normalised row by row, as softmax
+attention is. :func:`linear_attention_recurrent` is the **recurrent** one, for generation: a
+:class:`LinearState` of fixed size, S (d_k × d_v) and z (d_k) per head, updated one token at a
+time by :func:`linear_attention_step`, whatever the length. Tensors are (batch, heads, n, d).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from attnlib._checks import check_tensor
+
+EPS = 1e-6  # keeps a denominator of near-zero features finite
+
+
+def elu_feature(x: torch.Tensor) -> torch.Tensor:
+    """φ(x) = elu(x) + 1, positive everywhere: (..., d) -> (..., d)."""
+    return F.elu(x) + 1
+
+
+def _check_qkv(queries: object, keys: object, values: object) -> None:
+    """(batch, heads, n, d_k) queries and keys, (batch, heads, n, d_v) values."""
+    for name, tensor in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(name, tensor, min_dims=4)
+    if queries.shape != keys.shape:
+        raise ValueError(
+            f"queries {tuple(queries.shape)} and keys {tuple(keys.shape)} must have one shape"
+        )
+    if values.shape[:-1] != keys.shape[:-1]:
+        raise ValueError(
+            f"values {tuple(values.shape)} must match keys {tuple(keys.shape)} but for the last "
+            "dimension"
+        )
+
+
+def linear_attention(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, causal: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The parallel form: queries, keys (batch, heads, n, d_k), values (batch, heads, n, d_v)
+    -> output (batch, heads, n, d_v) and weights (batch, heads, n, n), each row summing to 1."""
+    _check_qkv(queries, keys, values)
+    scores = elu_feature(queries) @ elu_feature(keys).transpose(-2, -1)  # (b, h, n, n), > 0
+    if causal:
+        n = scores.shape[-1]
+        scores = scores * torch.ones(n, n, dtype=torch.bool, device=scores.device).tril()
+    weights = scores / (scores.sum(dim=-1, keepdim=True) + EPS)
+    return weights @ values, weights
+
+
+@dataclass
+class LinearState:
+    """What linear attention keeps between tokens, per head: ``state`` S = Σ φ(k) vᵀ
+    (batch, heads, d_k, d_v) and ``normaliser`` z = Σ φ(k) (batch, heads, d_k)."""
+
+    state: torch.Tensor
+    normaliser: torch.Tensor
+
+    @classmethod
+    def empty(cls, batch: int, heads: int, d_k: int, d_v: int, like: torch.Tensor) -> LinearState:
+        """Zeros, on ``like``'s device and dtype."""
+        return cls(like.new_zeros(batch, heads, d_k, d_v), like.new_zeros(batch, heads, d_k))
+
+    def nbytes(self) -> int:
+        """Bytes held: the same after one token or a million."""
+        return sum(t.numel() * t.element_size() for t in (self.state, self.normaliser))
+
+
+def linear_attention_step(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, memory: LinearState
+) -> tuple[torch.Tensor, LinearState]:
+    """One token: query, key (batch, heads, d_k), value (batch, heads, d_v) and the state of
+    the tokens before it -> output (batch, heads, d_v) and the state that includes it."""
+    feature_key, feature_query = elu_feature(key), elu_feature(query)
+    state = memory.state + feature_key[..., :, None] * value[..., None, :]  # += φ(k) vᵀ
+    normaliser = memory.normaliser + feature_key
+    numerator = (feature_query[..., None, :] @ state)[..., 0, :]  # φ(q)ᵀ S: (b, h, d_v)
+    denominator = (feature_query * normaliser).sum(dim=-1, keepdim=True) + EPS
+    return numerator / denominator, LinearState(state, normaliser)
+
+
+def linear_attention_recurrent(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+) -> tuple[torch.Tensor, LinearState]:
+    """The recurrent form of causal :func:`linear_attention`, one token at a time: output
+    (batch, heads, n, d_v) and the final state."""
+    _check_qkv(queries, keys, values)
+    batch, heads, n, d_k = keys.shape
+    memory = LinearState.empty(batch, heads, d_k, values.shape[-1], values)
+    outputs = []
+    for t in range(n):
+        output, memory = linear_attention_step(
+            queries[:, :, t], keys[:, :, t], values[:, :, t], memory
+        )
+        outputs.append(output)
+    return torch.stack(outputs, dim=2), memory

@@ -1,0 +1,79 @@
+"""Linear attention: its recurrent form equals its parallel form, and its state does not grow."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnlib.linear_attention import (
+    LinearState,
+    elu_feature,
+    linear_attention,
+    linear_attention_recurrent,
+    linear_attention_step,
+)
+
+
+def qkv(n: int = 9, d_k: int = 4, d_v: int = 3, seed: int = 0) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    shapes = [(2, 3, n, d_k), (2, 3, n, d_k), (2, 3, n, d_v)]
+    return [torch.randn(*shape, generator=generator, dtype=torch.float64) for shape in shapes]
+
+
+def test_the_recurrent_form_equals_the_parallel_form():
+    queries, keys, values = qkv()
+    parallel, _ = linear_attention(queries, keys, values)
+    recurrent, memory = linear_attention_recurrent(queries, keys, values)
+    torch.testing.assert_close(recurrent, parallel, atol=1e-12, rtol=0)
+    assert memory.state.shape == (2, 3, 4, 3) and memory.normaliser.shape == (2, 3, 4)
+
+
+def test_without_a_mask_every_query_reads_the_final_state():
+    queries, keys, values = qkv(seed=1)
+    everything, _ = linear_attention(queries, keys, values, causal=False)
+    _, memory = linear_attention_recurrent(queries, keys, values)
+    for t in range(queries.shape[2]):  # a query after the whole text, read from S and z alone
+        read, _ = linear_attention_step(
+            queries[:, :, t], keys[:, :, 0] * 0 - 1e9, values[:, :, 0] * 0, memory
+        )  # a key of φ(k) = 0 adds nothing to the state
+        torch.testing.assert_close(read, everything[:, :, t], atol=1e-12, rtol=0)
+
+
+def test_weights_are_positive_causal_and_sum_to_one():
+    queries, keys, values = qkv(seed=2)
+    _, weights = linear_attention(queries, keys, values)
+    n = weights.shape[-1]
+    above = ~torch.ones(n, n, dtype=torch.bool).tril()
+    assert weights[..., above].abs().max().item() == 0.0
+    assert weights[..., ~above].min().item() > 0.0
+    sums = weights.sum(-1)  # 1 but for EPS in the denominator
+    torch.testing.assert_close(sums, torch.ones_like(sums), atol=1e-5, rtol=0)
+
+
+def test_the_state_is_the_same_size_after_five_tokens_or_fifty():
+    small = linear_attention_recurrent(*qkv(n=5))[1].nbytes()
+    large = linear_attention_recurrent(*qkv(n=50))[1].nbytes()
+    assert small == large == 2 * 3 * (4 * 3 + 4) * 8  # float64: S (4 x 3) and z (4) per head
+
+
+def test_the_feature_map_is_elu_plus_one():
+    x = torch.tensor([-2.0, 0.0, 1.5], dtype=torch.float64)
+    assert elu_feature(x).tolist() == pytest.approx([math.exp(-2.0), 1.0, 2.5])
+    empty = LinearState.empty(1, 2, 3, 4, x)
+    assert empty.state.shape == (1, 2, 3, 4) and empty.state.dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        (((1, 2, 5, 4), (1, 2, 5, 3), (1, 2, 5, 3)), "must have one shape"),
+        (((1, 2, 5, 4), (1, 2, 5, 4), (1, 2, 6, 3)), "must match keys"),
+        (((2, 5, 4), (2, 5, 4), (2, 5, 4)), "at least 4 dimensions"),
+    ],
+)
+def test_linear_attention_says_what_is_wrong(shapes, message):
+    tensors = [torch.zeros(*shape) for shape in shapes]
+    with pytest.raises(ValueError, match=message):
+        linear_attention(*tensors)
