@@ -10,6 +10,10 @@ training: the (n, n) matrix of φ(q)·φ(k), masked and normalised row by row, a
 attention is. :func:`linear_attention_recurrent` is the **recurrent** one, for generation: a
 :class:`LinearState` of fixed size, S (d_k × d_v) and z (d_k) per head, updated one token at a
 time by :func:`linear_attention_step`, whatever the length. Tensors are (batch, heads, n, d).
+
+:func:`gated_linear_attention` adds a forget gate per key feature (gated linear attention, the
+family of Mamba-2 and GLA): the state decays before each new token is written, so old tokens fade
+instead of piling up. It too has both forms, the recurrent one and a parallel one.
 """
 
 from __future__ import annotations
@@ -104,3 +108,49 @@ def linear_attention_recurrent(
         )
         outputs.append(output)
     return torch.stack(outputs, dim=2), memory
+
+
+def _check_gates(log_gates: object, keys: torch.Tensor) -> None:
+    """log_gates (batch, heads, n, d_k), each <= 0: a gate in (0, 1] per key feature."""
+    check_tensor("log_gates", log_gates, min_dims=4)
+    if log_gates.shape != keys.shape:
+        raise ValueError(
+            f"log_gates {tuple(log_gates.shape)} must have the keys' shape {tuple(keys.shape)}"
+        )
+    if bool((log_gates > 0).any()):
+        raise ValueError("log_gates must be <= 0: a gate is in (0, 1], its log at most 0")
+
+
+def gated_linear_attention(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, log_gates: torch.Tensor
+) -> torch.Tensor:
+    """A gated linear recurrence in its parallel form (gated linear attention, Yang et al.
+    2023): S_t = diag(a_t) S_{t-1} + k_t v_tᵀ and out_t = S_tᵀ q_t, with gates a_t = exp(log_gates)
+    per key feature. Token j reaches query i scaled by the gates in between, Π_{j<l≤i} a_l:
+    with b the running sum of log_gates, q_i ⊙ exp(b_i) against k_j ⊙ exp(-b_j), masked to
+    j ≤ i. queries, keys, log_gates (batch, heads, n, d_k), values (batch, heads, n, d_v) ->
+    (batch, heads, n, d_v). exp(-b) grows with the length: real kernels work in chunks."""
+    _check_qkv(queries, keys, values)
+    _check_gates(log_gates, keys)
+    decay = torch.cumsum(log_gates, dim=2)  # b_i = Σ_{l ≤ i} log a_l, (b, h, n, d_k)
+    scores = (queries * decay.exp()) @ (keys * (-decay).exp()).transpose(-2, -1)
+    n = scores.shape[-1]
+    scores = scores * torch.ones(n, n, dtype=torch.bool, device=scores.device).tril()
+    return scores @ values
+
+
+def gated_linear_attention_recurrent(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, log_gates: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The recurrent form of :func:`gated_linear_attention`: output (batch, heads, n, d_v) and
+    the final state S (batch, heads, d_k, d_v), one token at a time."""
+    _check_qkv(queries, keys, values)
+    _check_gates(log_gates, keys)
+    batch, heads, n, d_k = keys.shape
+    state = values.new_zeros(batch, heads, d_k, values.shape[-1])
+    outputs = []
+    for t in range(n):
+        gate = log_gates[:, :, t].exp()[..., :, None]  # (b, h, d_k, 1): forget per key feature
+        state = gate * state + keys[:, :, t, :, None] * values[:, :, t, None, :]
+        outputs.append((queries[:, :, t, None, :] @ state)[..., 0, :])  # q_tᵀ S_t
+    return torch.stack(outputs, dim=2), state

@@ -10,6 +10,8 @@ import torch
 from attnlib.linear_attention import (
     LinearState,
     elu_feature,
+    gated_linear_attention,
+    gated_linear_attention_recurrent,
     linear_attention,
     linear_attention_recurrent,
     linear_attention_step,
@@ -77,3 +79,37 @@ def test_linear_attention_says_what_is_wrong(shapes, message):
     tensors = [torch.zeros(*shape) for shape in shapes]
     with pytest.raises(ValueError, match=message):
         linear_attention(*tensors)
+
+
+def gates(n: int = 9, d_k: int = 4, seed: int = 5) -> torch.Tensor:
+    """log gates in (log 0.5, 0): each step keeps 50% to 100% of every key feature."""
+    generator = torch.Generator().manual_seed(seed)
+    return -torch.rand(2, 3, n, d_k, generator=generator, dtype=torch.float64) * math.log(2)
+
+
+def test_the_gated_recurrence_equals_its_parallel_form():
+    queries, keys, values = qkv(seed=4)
+    log_gates = gates()
+    parallel = gated_linear_attention(queries, keys, values, log_gates)
+    recurrent, state = gated_linear_attention_recurrent(queries, keys, values, log_gates)
+    torch.testing.assert_close(recurrent, parallel, atol=1e-12, rtol=0)
+    assert state.shape == (2, 3, 4, 3)
+
+
+def test_gates_of_one_keep_everything_and_small_gates_forget():
+    queries, keys, values = qkv(seed=6)
+    keep = gated_linear_attention(queries, keys, values, torch.zeros_like(keys))
+    unnormalised = (queries @ keys.transpose(-2, -1)).tril() @ values  # no gate: a plain sum
+    torch.testing.assert_close(keep, unnormalised, atol=1e-12, rtol=0)
+    forget = torch.full_like(keys, -50.0)  # each step keeps e^-50 of the state: only itself
+    alone = gated_linear_attention(queries, keys, values, forget)
+    itself = (queries * keys).sum(-1, keepdim=True) * values
+    torch.testing.assert_close(alone, itself, atol=1e-12, rtol=0)
+
+
+def test_gated_linear_attention_refuses_gates_above_one():
+    queries, keys, values = qkv()
+    with pytest.raises(ValueError, match="log_gates must be <= 0"):
+        gated_linear_attention(queries, keys, values, torch.full_like(keys, 0.1))
+    with pytest.raises(ValueError, match="must have the keys' shape"):
+        gated_linear_attention_recurrent(queries, keys, values, torch.zeros(2, 3, 9, 5))
