@@ -14,6 +14,8 @@ time by :func:`linear_attention_step`, whatever the length. Tensors are (batch, 
 :func:`gated_linear_attention` adds a forget gate per key feature (gated linear attention, the
 family of Mamba-2 and GLA): the state decays before each new token is written, so old tokens fade
 instead of piling up. It too has both forms, the recurrent one and a parallel one.
+:func:`delta_rule` (DeltaNet) writes each token by correcting what the state already holds
+for its key, so a key written twice keeps its latest value: recurrent and parallel forms again.
 """
 
 from __future__ import annotations
@@ -153,4 +155,57 @@ def gated_linear_attention_recurrent(
         gate = log_gates[:, :, t].exp()[..., :, None]  # (b, h, d_k, 1): forget per key feature
         state = gate * state + keys[:, :, t, :, None] * values[:, :, t, None, :]
         outputs.append((queries[:, :, t, None, :] @ state)[..., 0, :])  # q_tᵀ S_t
+    return torch.stack(outputs, dim=2), state
+
+
+def _check_beta(beta: object, keys: torch.Tensor) -> None:
+    """beta (batch, heads, n), each in [0, 1]: how much of each token to write."""
+    check_tensor("beta", beta, min_dims=3)
+    if beta.shape != keys.shape[:-1]:
+        raise ValueError(
+            f"beta {tuple(beta.shape)} must be (batch, heads, n) = {tuple(keys.shape[:-1])}"
+        )
+    if bool(((beta < 0) | (beta > 1)).any()):
+        raise ValueError("beta must be in [0, 1]: the share of each token's value written")
+
+
+def delta_rule(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, beta: torch.Tensor
+) -> torch.Tensor:
+    """The delta rule (DeltaNet, Schlag et al. 2021; Yang et al. 2024) in its parallel form.
+
+    The recurrence writes each token by correcting what the state already says for its key:
+    S_t = S_{t-1} + β_t (v_t - S_{t-1} k_t) k_tᵀ, out_t = S_t q_t, with S (d_v × d_k) per head.
+    Unrolled, S_t = Σ_{j≤t} u_j k_jᵀ where u_t = β_t (v_t - Σ_{j<t} (k_j·k_t) u_j): a triangular
+    system, T U = diag(β) V with T = I + diag(β) · strictly-lower(K Kᵀ), solved at once; then
+    out = lower(Q Kᵀ) U. queries, keys (batch, heads, n, d_k), values (batch, heads, n, d_v),
+    beta (batch, heads, n) -> (batch, heads, n, d_v)."""
+    _check_qkv(queries, keys, values)
+    _check_beta(beta, keys)
+    n = keys.shape[2]
+    lower = torch.ones(n, n, dtype=torch.bool, device=keys.device).tril()
+    overlaps = (keys @ keys.transpose(-2, -1)) * lower.tril(-1)  # k_j·k_t for j < t
+    system = torch.eye(n, dtype=keys.dtype, device=keys.device) + beta[..., :, None] * overlaps
+    written = torch.linalg.solve_triangular(
+        system, beta[..., None] * values, upper=False, unitriangular=True
+    )  # U: (b, h, n, d_v)
+    return ((queries @ keys.transpose(-2, -1)) * lower) @ written
+
+
+def delta_rule_recurrent(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, beta: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The recurrent form of :func:`delta_rule`: output (batch, heads, n, d_v) and the final
+    state S (batch, heads, d_v, d_k), one token at a time."""
+    _check_qkv(queries, keys, values)
+    _check_beta(beta, keys)
+    batch, heads, n, d_k = keys.shape
+    state = values.new_zeros(batch, heads, values.shape[-1], d_k)
+    outputs = []
+    for t in range(n):
+        key, value = keys[:, :, t], values[:, :, t]
+        said = (state @ key[..., None])[..., 0]  # what S says now for this key: S k_t
+        correction = beta[:, :, t, None] * (value - said)  # (b, h, d_v)
+        state = state + correction[..., :, None] * key[..., None, :]
+        outputs.append((state @ queries[:, :, t, :, None])[..., 0])  # S_t q_t
     return torch.stack(outputs, dim=2), state

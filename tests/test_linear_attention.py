@@ -9,6 +9,8 @@ import torch
 
 from attnlib.linear_attention import (
     LinearState,
+    delta_rule,
+    delta_rule_recurrent,
     elu_feature,
     gated_linear_attention,
     gated_linear_attention_recurrent,
@@ -113,3 +115,43 @@ def test_gated_linear_attention_refuses_gates_above_one():
         gated_linear_attention(queries, keys, values, torch.full_like(keys, 0.1))
     with pytest.raises(ValueError, match="must have the keys' shape"):
         gated_linear_attention_recurrent(queries, keys, values, torch.zeros(2, 3, 9, 5))
+
+
+def betas(n: int = 9, seed: int = 7) -> torch.Tensor:
+    return torch.rand(2, 3, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def unit_keys(n: int = 9, seed: int = 8) -> torch.Tensor:
+    """Keys of length 1, as DeltaNet normalises them (the update is then a projection)."""
+    keys = qkv(n=n, seed=seed)[1]
+    return keys / keys.norm(dim=-1, keepdim=True)
+
+
+def test_the_delta_rule_recurrence_equals_its_parallel_form():
+    queries, _, values = qkv(seed=9)
+    keys, beta = unit_keys(), betas()
+    parallel = delta_rule(queries, keys, values, beta)
+    recurrent, state = delta_rule_recurrent(queries, keys, values, beta)
+    torch.testing.assert_close(recurrent, parallel, atol=1e-10, rtol=0)
+    assert state.shape == (2, 3, 3, 4)
+
+
+def test_the_delta_rule_overwrites_a_key_where_linear_attention_adds():
+    """Two orthonormal keys; the first written twice, with different values, at β = 1. Asked
+    with that key, the delta rule returns the latest value; a plain sum returns both."""
+    e1, e2 = torch.eye(4, dtype=torch.float64)[:2]
+    keys = torch.stack([e1, e2, e1])[None, None]  # (1, 1, 3, 4)
+    values = torch.tensor([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]], dtype=torch.float64)[None, None]
+    queries = keys.clone()
+    out = delta_rule(queries, keys, values, torch.ones(1, 1, 3, dtype=torch.float64))
+    assert out[0, 0, 2].tolist() == pytest.approx([5.0, 5.0])  # the old [1, 0] is gone
+    summed = gated_linear_attention(queries, keys, values, torch.zeros_like(keys))
+    assert summed[0, 0, 2].tolist() == pytest.approx([6.0, 5.0])  # old and new added up
+
+
+def test_the_delta_rule_refuses_beta_outside_zero_to_one():
+    queries, keys, values = qkv()
+    with pytest.raises(ValueError, match=r"beta must be in \[0, 1\]"):
+        delta_rule(queries, keys, values, torch.full((2, 3, 9), 1.5, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"must be \(batch, heads, n\)"):
+        delta_rule_recurrent(queries, keys, values, torch.ones(2, 3, 8))
