@@ -28,6 +28,9 @@ from attnlib.linear_attention import delta_rule, gated_linear_attention, linear_
 from attnlib.mla import MultiHeadLatentAttention
 
 MIN_LOG_GATE = -1.0  # a gate forgets at most 1 - e^-1 a step: keeps exp(-Σ log a) in range
+# GLA's temperature: log σ(·) / 16 starts every gate near σ(0)^(1/16) = 0.96, so an untrained
+# state remembers dozens of tokens, not the one or two that σ(0) = 0.5 a step would leave.
+GATE_TEMPERATURE = 16.0
 
 
 class ShortConvolution(nn.Module):
@@ -107,7 +110,8 @@ class LinearMixer(_Heads):
 
 class GatedMixer(_Heads):
     """Gated linear attention: each token sets how much of every key feature the state keeps,
-    log a = max(log σ(x W_a), MIN_LOG_GATE); the output is normalised per head."""
+    log a = max(log σ(x W_a) / GATE_TEMPERATURE, MIN_LOG_GATE); the output is normalised per
+    head."""
 
     def __init__(self, d_model: int, num_heads: int) -> None:
         super().__init__(d_model, num_heads)
@@ -117,7 +121,8 @@ class GatedMixer(_Heads):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, n, d_model) -> same."""
         queries, keys, values = self.project(x)
-        log_gates = self.split(F.logsigmoid(self.gate(x)).clamp(min=MIN_LOG_GATE))
+        log_gates = F.logsigmoid(self.gate(x)) / GATE_TEMPERATURE
+        log_gates = self.split(log_gates.clamp(min=MIN_LOG_GATE))
         heads = gated_linear_attention(queries, keys / self.head_dim**0.5, values, log_gates)
         return self.merge(self.norm(heads))
 

@@ -84,6 +84,12 @@ class MultiHeadLatentAttention(nn.Module):
         self.query_rope = nn.Linear(d_model, num_heads * rope_dim, bias=False)
         self.key_rope = nn.Linear(d_model, rope_dim, bias=False)  # one for all heads
         self.output = nn.Linear(d_model, d_model, bias=False)
+        # As MultiHeadAttention's projections: with PyTorch's default init the two-step keys
+        # and values (x -> c -> k) start so small that every score is near 0 and training sits
+        # on a plateau of uniform attention (seen on MQAR).
+        for projection in (self.down, self.key_up, self.value_up, self.query, self.query_rope,
+                           self.key_rope):  # fmt: skip
+            nn.init.xavier_uniform_(projection.weight)
 
     def cache_bytes_per_token(self, element_size: int = 4) -> int:
         """What one position costs in the cache: its latent and its rope key."""
