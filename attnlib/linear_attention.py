@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlib._checks import check_tensor
+from attnlib.masks import causal_mask
 
 EPS = 1e-6  # keeps a denominator of near-zero features finite
 
@@ -58,8 +59,7 @@ def linear_attention(
     _check_qkv(queries, keys, values)
     scores = elu_feature(queries) @ elu_feature(keys).transpose(-2, -1)  # (b, h, n, n), > 0
     if causal:
-        n = scores.shape[-1]
-        scores = scores * torch.ones(n, n, dtype=torch.bool, device=scores.device).tril()
+        scores = scores * causal_mask(scores.shape[-1], device=scores.device)
     weights = scores / (scores.sum(dim=-1, keepdim=True) + EPS)
     return weights @ values, weights
 
@@ -136,8 +136,7 @@ def gated_linear_attention(
     _check_gates(log_gates, keys)
     decay = torch.cumsum(log_gates, dim=2)  # b_i = Σ_{l ≤ i} log a_l, (b, h, n, d_k)
     scores = (queries * decay.exp()) @ (keys * (-decay).exp()).transpose(-2, -1)
-    n = scores.shape[-1]
-    scores = scores * torch.ones(n, n, dtype=torch.bool, device=scores.device).tril()
+    scores = scores * causal_mask(scores.shape[-1], device=scores.device)
     return scores @ values
 
 
@@ -183,7 +182,7 @@ def delta_rule(
     _check_qkv(queries, keys, values)
     _check_beta(beta, keys)
     n = keys.shape[2]
-    lower = torch.ones(n, n, dtype=torch.bool, device=keys.device).tril()
+    lower = causal_mask(n, device=keys.device)
     overlaps = (keys @ keys.transpose(-2, -1)) * lower.tril(-1)  # k_j·k_t for j < t
     system = torch.eye(n, dtype=keys.dtype, device=keys.device) + beta[..., :, None] * overlaps
     written = torch.linalg.solve_triangular(

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from attnlib._checks import check_count, check_tensor
+from attnlib.masks import causal_mask
 from attnlib.positions import apply_rotary_unchecked, rotary_frequencies
 
 
@@ -121,8 +122,7 @@ class MultiHeadLatentAttention(nn.Module):
         scores = queries @ keys.transpose(-2, -1) + rope_queries @ rope_keys[:, None].transpose(
             -2, -1
         )
-        n = x.shape[1]
-        future = ~torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+        future = ~causal_mask(x.shape[1], device=x.device)
         scores = scores.masked_fill(future, float("-inf")) / math.sqrt(
             self.head_dim + self.rope_dim
         )
@@ -145,7 +145,7 @@ class MultiHeadLatentAttention(nn.Module):
         scores = absorbed @ latents[:, None].transpose(-2, -1)  # (batch, heads, n, kept)
         scores = scores + rope_queries @ all_rope_keys[:, None].transpose(-2, -1)
         kept = latents.shape[1]
-        allowed = torch.ones(n, kept, dtype=torch.bool, device=x.device).tril(kept - n)
+        allowed = causal_mask(n, kept, device=x.device)  # the new queries at the last places
         scores = scores.masked_fill(~allowed, float("-inf")) / math.sqrt(
             self.head_dim + self.rope_dim
         )
