@@ -18,6 +18,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from attnlib._checks import check_count, check_flag
+from attnlib.mixers import MixerLayer
 from attnlib.model_config import TransformerConfig
 from attnlib.transformer import (
     EncoderLayer,
@@ -35,7 +36,22 @@ def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleLis
     """``config.num_layers`` blocks of self-attention and feed-forward. A causal stack, a
     decoder-only model's, groups its key/value heads by ``decoder_kv_heads``, as a decoder does;
     an encoder, which keeps no cache, has one per query head. Only a causal stack takes the
-    config's ``attention_sink``."""
+    config's ``attention_sink``, and only a causal stack is built around a ``mixer``."""
+    if config.mixer is not None:
+        if not causal:
+            raise ValueError(f"mixer={config.mixer!r} builds causal blocks: a decoder-only model")
+        return nn.ModuleList(
+            MixerLayer(
+                config.mixer,
+                config.d_model,
+                config.num_heads,
+                config.d_ff,
+                config.dropout,
+                config.activation,
+                config.short_convolution,
+            )
+            for _ in range(config.num_layers)
+        )
     return nn.ModuleList(
         EncoderLayer(
             config.d_model,
@@ -254,6 +270,8 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
 
 def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
     """The encoder's parameters block by block, derived by hand (no module is built)."""
+    if config.mixer is not None:
+        raise ValueError(f"an encoder has attention blocks; mixer={config.mixer!r} is not one")
     d, f = config.d_model, config.d_ff
     attention = 4 * (d * d + d)  # W_Q, W_K, W_V, W_O, each d x d with a bias
     feed_forward = d * f + f + f * d + d if f else 0  # W1 (d x f), b1, W2 (f x d), b2

@@ -8,7 +8,9 @@ attending to itself and those before it. The config chooses the rest: ``position
 attention), ``window`` (sliding-window attention) and, with ``implementation``, which of
 :data:`attnlib.attention.IMPLEMENTATIONS` computes attention. :meth:`DecoderOnlyLM.generate`
 continues a prompt greedily, with the KV cache of :mod:`attnlib.kv_cache` or without it; the
-two give the same tokens.
+two give the same tokens. A config's ``mixer`` builds the blocks around one of
+:data:`attnlib.mixers.MIXERS` instead of self-attention: such a model trains and predicts, but
+forms no attention weights and keeps no KV cache.
 """
 
 from __future__ import annotations
@@ -65,13 +67,23 @@ class DecoderOnlyLM(nn.Module):
         if implementation is not None:
             self.implementation = implementation
 
+    def _needs_attention(self, what: str) -> None:
+        """Refuse ``what`` for a model built around a mixer, whose blocks have no attention."""
+        if self.config.mixer is not None:
+            raise ValueError(
+                f"{what} needs attention blocks; this model's blocks are built around the "
+                f"{self.config.mixer!r} mixer"
+            )
+
     @property
     def implementation(self) -> str:
         """The attention implementation every block runs."""
+        self._needs_attention("an attention implementation")
         return self.layers[0].implementation
 
     @implementation.setter
     def implementation(self, name: str) -> None:
+        self._needs_attention("an attention implementation")
         check_implementation(name)
         for layer in self.layers:
             layer.implementation = name
@@ -84,6 +96,7 @@ class DecoderOnlyLM(nn.Module):
     def attention_weights(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ids (batch, seq) -> logits (batch, seq, vocab) and every head's attention weights
         (batch, layers, heads, seq, seq), from the from-scratch path (the one that forms them)."""
+        self._needs_attention("attention weights")
         self._check_ids(ids, start=0)
         logits, weights = self.decode(ids, need_weights=True)
         return logits, weights
@@ -108,6 +121,7 @@ class DecoderOnlyLM(nn.Module):
     def ablated(self, heads: Iterable[tuple[int, int]]) -> Iterator[DecoderOnlyLM]:
         """Within the block, the outputs of the (layer, head) pairs are zero: the model as if
         those heads were not there (how chapter 17 tests what a head does)."""
+        self._needs_attention("ablating heads")
         gates = [torch.ones(layer.attention.num_heads) for layer in self.layers]
         for layer_index, head in heads:
             if not 0 <= layer_index < len(self.layers):
@@ -125,6 +139,7 @@ class DecoderOnlyLM(nn.Module):
 
     def new_cache(self, batch: int) -> KVCache:
         """An empty cache for a batch of ``batch`` sequences, as long as the config's window."""
+        self._needs_attention("a KV cache")
         return KVCache(len(self.layers), batch, self.config.window)
 
     @torch.no_grad()

@@ -14,6 +14,8 @@ The last three keep a state of fixed size when generating; the first two a cache
 Each is written in its parallel form, for training (:mod:`attnlib.linear_attention` holds the
 recurrent forms and the checks that they agree). :class:`ShortConvolution` is the short causal
 convolution that such models put before a mixer (Zoology, Mamba, DeltaNet all use one).
+:class:`MixerLayer` is the block a decoder-only model (:class:`~attnlib.lm.DecoderOnlyLM`) builds
+around one when its config names a ``mixer``.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlib._checks import check_count
+from attnlib._checks import check_count, check_probability
 from attnlib.attention import MultiHeadAttention
 from attnlib.linear_attention import delta_rule, gated_linear_attention, linear_attention
 from attnlib.mla import MultiHeadLatentAttention
+from attnlib.transformer import FeedForward
 
 MIN_LOG_GATE = -1.0  # a gate forgets at most 1 - e^-1 a step: keeps exp(-Σ log a) in range
 # GLA's temperature: log σ(·) / 16 starts every gate near σ(0)^(1/16) = 0.96, so an untrained
@@ -158,3 +161,50 @@ def make_mixer(name: str, d_model: int, num_heads: int) -> nn.Module:
     if name not in MIXERS:
         raise ValueError(f"unknown mixer {name!r}; choose one of {', '.join(map(repr, MIXERS))}")
     return MIXERS[name](d_model, num_heads)
+
+
+class MixerLayer(nn.Module):
+    """A pre-LN block around a mixer: x + mixer(conv(LN(x))), then x + FF(LN(x)); each sublayer's
+    output passes dropout. ``conv_width`` (None: no convolution) puts a
+    :class:`ShortConvolution` before the mixer; ``d_ff=0`` leaves the feed-forward out."""
+
+    def __init__(
+        self,
+        mixer: str,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str = "relu",
+        conv_width: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.mixer_name = mixer
+        self.mixer = make_mixer(mixer, d_model, num_heads)
+        self.convolution = (
+            nn.Identity() if conv_width is None else ShortConvolution(d_model, conv_width)
+        )
+        check_probability("dropout", dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation) if d_ff else None
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model) if d_ff else nn.Identity()
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask4d: torch.Tensor | None = None,
+        need_weights: bool = False,
+        cache: object = None,
+    ) -> tuple[torch.Tensor, None]:
+        """(batch, n, d_model) -> same, None: an :class:`~attnlib.transformer.EncoderLayer`'s
+        call, causal always; it forms no weights and keeps no cache."""
+        if mask4d is not None or need_weights or cache is not None:
+            raise ValueError(
+                f"a {self.mixer_name!r} mixer block takes no mask, forms no attention weights "
+                "and keeps no KV cache"
+            )
+        x = x + self.dropout1(self.mixer(self.convolution(self.norm1(x))))
+        if self.feed_forward is not None:
+            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        return x, None

@@ -17,9 +17,19 @@ from typing import Any
 
 from attnlib._checks import check_count, check_flag, check_int, check_probability
 from attnlib.attention import SINKS
+from attnlib.mixers import MIXERS
 from attnlib.transformer import ACTIVATIONS, POSITIONS
 
-_NAMED_WHEN_SET = ("decoder_kv_heads", "window", "attention_sink")
+_NAMED_WHEN_SET = (
+    "decoder_kv_heads",
+    "window",
+    "attention_sink",
+    "mixer",
+    "short_convolution",
+)
+# What a mixer block (attnlib.mixers.MixerLayer) cannot take: all of it belongs to the
+# attention module of an EncoderLayer.
+_ATTENTION_ONLY = ("decoder_kv_heads", "window", "attention_sink")
 
 
 @dataclass
@@ -42,6 +52,11 @@ class TransformerConfig:
     ``attention_sink`` gives each head of a decoder-only model's attention a place to put
     weight that returns nothing (:data:`attnlib.attention.SINKS`): "learned", one logit per head
     (as in some 2025 open models), or "plus_one", a logit fixed at 0 (softmax plus one).
+
+    ``mixer`` (None: the attention block above) builds a decoder-only model's blocks around one
+    of :data:`attnlib.mixers.MIXERS` instead, pre-LN (``norm_first``), with a short causal
+    convolution of ``short_convolution`` positions before it (None: none); such a block takes
+    table positions or none, not rotary, windows, sinks or key/value groups.
     """
 
     vocab_size: int
@@ -59,6 +74,8 @@ class TransformerConfig:
     decoder_kv_heads: int | None = None
     window: int | None = None
     attention_sink: str | None = None
+    mixer: str | None = None
+    short_convolution: int | None = None
 
     def __repr__(self) -> str:
         # Fields added after chapter 13's stored GPU run are named only when set, so that its
@@ -93,6 +110,7 @@ class TransformerConfig:
                 f"unknown attention_sink {self.attention_sink!r}; choose None or one of "
                 f"{', '.join(map(repr, SINKS))}"
             )
+        self._check_mixer()
         self.dropout = check_probability("dropout", self.dropout)
         self.norm_first = check_flag("norm_first", self.norm_first)
         self.fused = check_flag("fused", self.fused)
@@ -107,6 +125,29 @@ class TransformerConfig:
             raise ValueError(
                 f"pad_id={self.pad_id} is outside the vocabulary 0..{self.vocab_size - 1}"
             )
+
+    def _check_mixer(self) -> None:
+        """A mixer is one of MIXERS, in a pre-LN block, without attention's own options."""
+        if self.mixer is None:
+            if self.short_convolution is not None:
+                raise ValueError("short_convolution goes before a mixer: set mixer too")
+            return
+        if self.mixer not in MIXERS:
+            names = ", ".join(map(repr, MIXERS))
+            raise ValueError(f"unknown mixer {self.mixer!r}; choose None or one of {names}")
+        if self.short_convolution is not None:
+            check_count("short_convolution", self.short_convolution)
+        if self.norm_first is not True:
+            raise ValueError(f"a mixer block is pre-LN: mixer={self.mixer!r} needs norm_first=True")
+        if self.positions == "rotary":
+            raise ValueError(
+                f"mixer={self.mixer!r} takes positions 'none', 'sinusoidal' or 'learned': rotary "
+                "positions rotate an attention block's queries and keys"
+            )
+        for name in _ATTENTION_ONLY:
+            if getattr(self, name) is not None:
+                raise ValueError(f"{name} belongs to an attention block; mixer={self.mixer!r} "
+                                 "takes none")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only, so a ``weights_only`` checkpoint can hold it."""

@@ -1,11 +1,15 @@
-"""Every mixer of the harness: causal, the right shape, trainable; and the short convolution."""
+"""Every mixer of the harness: causal, the right shape, trainable; the short convolution; and
+the decoder-only model built around a mixer by its config."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnlib.mixers import MIXERS, ShortConvolution, make_mixer
+from attnlib.encoder import Encoder, parameter_breakdown
+from attnlib.lm import DecoderOnlyLM
+from attnlib.mixers import MIXERS, MixerLayer, ShortConvolution, make_mixer
+from attnlib.model_config import TransformerConfig
 
 
 def inputs(n: int = 12, seed: int = 0) -> torch.Tensor:
@@ -48,3 +52,97 @@ def test_make_mixer_names_the_choices():
         make_mixer("mamba", 16, 2)
     with pytest.raises(ValueError, match="num_heads=3 does not divide d_model=16"):
         make_mixer("delta", 16, 3)
+
+
+def mixer_config(mixer: str | None = "delta", **changes) -> TransformerConfig:
+    options = {
+        "vocab_size": 11,
+        "d_model": 16,
+        "num_heads": 2,
+        "num_layers": 2,
+        "d_ff": 32,
+        "dropout": 0.0,
+        "positions": "none",
+        "norm_first": True,
+        "mixer": mixer,
+        "short_convolution": 3,
+    }
+    return TransformerConfig(**{**options, **changes})
+
+
+@pytest.mark.parametrize("name", list(MIXERS))
+def test_a_model_built_around_a_mixer_predicts_from_the_past_only(name):
+    torch.manual_seed(2)
+    model = DecoderOnlyLM(mixer_config(name))
+    assert all(isinstance(layer, MixerLayer) for layer in model.layers)
+    ids = torch.randint(1, 11, (2, 9), generator=torch.Generator().manual_seed(3))
+    changed = ids.clone()
+    changed[:, 6] = (ids[:, 6] % 10) + 1  # another token at position 6
+    before, after = model(ids), model(changed)
+    assert before.shape == (2, 9, 11)
+    torch.testing.assert_close(after[:, :6], before[:, :6], atol=1e-6, rtol=0)
+    assert (after[:, 6:] - before[:, 6:]).abs().max().item() > 1e-4
+
+
+def test_a_mixer_block_is_the_pre_ln_sum_of_its_parts():
+    torch.manual_seed(4)
+    layer = MixerLayer("linear", 16, 2, 32, conv_width=3)
+    x = inputs()
+    mixed = x + layer.mixer(layer.convolution(layer.norm1(x)))
+    expected = mixed + layer.feed_forward(layer.norm2(mixed))
+    torch.testing.assert_close(layer(x)[0], expected)
+    assert layer(x)[1] is None
+    assert isinstance(MixerLayer("linear", 16, 2, 0).convolution, torch.nn.Identity)
+
+
+def test_a_mixer_block_refuses_what_only_attention_does():
+    layer = MixerLayer("gated", 16, 2, 32)
+    with pytest.raises(ValueError, match="a 'gated' mixer block takes no mask, forms no attention"):
+        layer(inputs(), need_weights=True)
+
+
+def test_a_mixer_model_refuses_weights_caches_and_ablations():
+    model = DecoderOnlyLM(mixer_config("linear"))
+    ids = torch.ones(1, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match="attention weights needs attention blocks; this model's"):
+        model.attention_weights(ids)
+    with pytest.raises(ValueError, match="a KV cache needs attention blocks"):
+        model.generate(ids, 2)
+    with pytest.raises(ValueError, match="ablating heads needs attention blocks"):
+        with model.ablated([(0, 0)]):
+            pass
+    with pytest.raises(ValueError, match="an attention implementation needs attention blocks"):
+        DecoderOnlyLM(mixer_config("linear"), implementation="eager")
+    assert model.generate(ids, 3, use_cache=False).tokens.shape == (1, 3)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mixer": "mamba"}, "unknown mixer 'mamba'; choose None or one of 'softmax'"),
+        ({"norm_first": False}, "a mixer block is pre-LN: mixer='delta' needs norm_first=True"),
+        ({"positions": "rotary"}, "mixer='delta' takes positions 'none', 'sinusoidal' or"),
+        ({"window": 4}, "window belongs to an attention block; mixer='delta' takes none"),
+        ({"decoder_kv_heads": 1}, "decoder_kv_heads belongs to an attention block"),
+        ({"attention_sink": "learned"}, "attention_sink belongs to an attention block"),
+        ({"short_convolution": 0}, "short_convolution must be positive, got 0"),
+        ({"mixer": None}, "short_convolution goes before a mixer: set mixer too"),
+    ],
+)
+def test_a_config_names_what_a_mixer_cannot_take(changes, message):
+    with pytest.raises(ValueError, match=message):
+        mixer_config(**changes)
+
+
+def test_a_mixer_config_survives_a_checkpoint_and_names_itself():
+    config = mixer_config("latent")
+    assert TransformerConfig.from_dict(config.to_dict()) == config
+    assert "mixer='latent', short_convolution=3)" in repr(config)
+    assert "mixer" not in repr(mixer_config(None, short_convolution=None))
+
+
+def test_only_a_causal_stack_is_built_around_a_mixer():
+    with pytest.raises(ValueError, match="mixer='delta' builds causal blocks"):
+        Encoder(mixer_config())
+    with pytest.raises(ValueError, match="an encoder has attention blocks; mixer='delta'"):
+        parameter_breakdown(mixer_config())
