@@ -1,0 +1,110 @@
+"""Chapter 19's harness: the task's checks, a loss and an accuracy on the query positions only,
+a budget in steps or CPU seconds, and a run that reports what it trained."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+
+from attnlib.data.mqar import mqar_batch
+from attnlib.model_config import TransformerConfig
+from attnlib.tasks import recall
+from attnlib.tasks.recall import RecallTask, recall_accuracy, recall_config, recall_loss
+from tests.helpers import script_module
+
+
+class Oracle(torch.nn.Module):
+    """Logits that name each row's own next target: a perfect recaller of one batch."""
+
+    def __init__(self, targets: torch.Tensor, vocab: int) -> None:
+        super().__init__()
+        self.logits = torch.zeros(*targets.shape, vocab)
+        self.logits.scatter_(-1, targets.clamp(min=0)[..., None], 10.0)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.logits.clone()
+
+
+def test_the_loss_and_the_accuracy_read_the_query_positions_only():
+    batch = mqar_batch(4, 24, 4, 32, seed=5)
+    oracle = Oracle(batch.targets, 32)
+    assert recall_accuracy(oracle, batch) == 1.0
+    perfect = recall_loss(oracle, batch).item()
+    oracle.logits[~batch.queries] = torch.randn(int((~batch.queries).sum()), 32)
+    assert recall_loss(oracle, batch).item() == pytest.approx(perfect)  # the rest never counts
+    first_query = batch.queries.nonzero()[0].tolist()
+    oracle.logits[tuple(first_query)] = 0.0
+    oracle.logits[(*first_query, 1)] = 10.0  # a key's id, never a value
+    assert recall_accuracy(oracle, batch) == pytest.approx(1 - 1 / 16)  # 4 rows x 4 queries
+
+
+def test_the_rows_are_fresh_each_step_and_fixed_by_the_seed():
+    task = RecallTask(num_pairs=2, seq_len=12, vocab_size=16, batch_size=3, steps=4)
+    rows = list(recall.batches(task, seed=1))
+    assert len(rows) == 4 and not torch.equal(rows[0].ids, rows[1].ids)
+    torch.testing.assert_close(next(recall.batches(task, seed=1)).ids, rows[0].ids)
+    assert not torch.equal(next(recall.batches(task, seed=2)).ids, rows[0].ids)
+
+
+def test_a_budget_in_seconds_ends_the_rows():
+    ticks = iter(range(100))
+    task = RecallTask(num_pairs=2, seq_len=12, vocab_size=16, steps=50, seconds=3.0)
+    rows = list(recall.batches(task, seed=0, clock=lambda: float(next(ticks))))
+    assert len(rows) == 2  # the clock reads 0 at the start, then 1, 2: the third read is 3
+
+
+def test_a_run_reports_its_mixer_size_and_steps():
+    task = RecallTask(num_pairs=2, seq_len=12, vocab_size=16, batch_size=4, steps=3, probe_size=8)
+    config = recall_config("linear", vocab_size=16, d_model=16, num_heads=2)
+    run = recall.train(config, task, seed=0, progress=False)
+    model_size = sum(
+        p.numel() for p in recall.DecoderOnlyLM(config, tie_weights=False).parameters()
+    )
+    assert (run.mixer, run.num_pairs, run.steps, run.parameters) == ("linear", 2, 3, model_size)
+    assert 0.0 <= run.accuracy <= 1.0 and run.seconds > 0 and run.mean_loss > 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"lr": 0.0}, "lr must be positive, got 0.0"),
+        ({"seconds": -1.0}, "seconds must be positive or None, got -1.0"),
+        ({"num_pairs": 30}, "seq_len=64 cannot hold 30 pairs"),
+        ({"steps": 0}, "steps must be positive"),
+    ],
+)
+def test_a_task_names_a_bad_setting(changes, message):
+    with pytest.raises(ValueError, match=message):
+        RecallTask(**changes)
+
+
+def test_a_run_needs_a_mixer_and_the_task_s_vocabulary():
+    task = RecallTask(vocab_size=16, num_pairs=2, seq_len=12)
+    attention = TransformerConfig(vocab_size=16, d_model=8, num_heads=2)
+    with pytest.raises(ValueError, match="the harness compares mixers: give a config with mixer"):
+        recall.train(attention, task, seed=0)
+    with pytest.raises(ValueError, match="config.vocab_size=128 differs from task.vocab_size=16"):
+        recall.train(recall_config("softmax"), task, seed=0)
+
+
+def test_the_script_writes_one_line_a_run(tmp_path, monkeypatch, capsys):
+    harness = script_module("recall_harness")
+    assert harness.numbers("0-2") == [0, 1, 2] and harness.numbers("4,12") == [4, 12]
+    out = tmp_path / "runs.jsonl"
+    argv = ["recall_harness.py", "--out", str(out), "--mixers", "softmax,delta", "--pairs", "2",
+            "--seeds", "0", "--steps", "2", "--seq-len", "12", "--vocab-size", "16",
+            "--d-model", "16", "--heads", "2"]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", argv)
+    harness.main()
+    runs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["mixer"], r["heads"], r["steps"]) for r in runs] == [
+        ("softmax", 2, 2),
+        ("delta", 2, 2),
+    ]
+    assert "softmax      2     2    0" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", [*argv[:4], "mamba"])
+    with pytest.raises(SystemExit, match="unknown mixers \\['mamba'\\]"):
+        harness.main()
