@@ -77,6 +77,17 @@ def of_kind(kind: str, cases: list[dict], answers: list | tuple) -> list[tuple[d
     return [(case, answer) for case, answer in pairs if case["kind"] == kind]
 
 
+NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
+
+
+def assert_markup_close(stored: str, fresh: str, rtol: float = 1e-5, atol: float = 1e-7) -> None:
+    """Two pieces of markup alike but for their decimals, which may differ in the last bits:
+    those of a notebook's stored output come from the pinned CPU kernels, a test's from any."""
+    assert NUMBER.sub("#", stored) == NUMBER.sub("#", fresh)
+    found = [np.array([float(n) for n in NUMBER.findall(markup)]) for markup in (stored, fresh)]
+    np.testing.assert_allclose(found[0], found[1], rtol=rtol, atol=atol)
+
+
 def data_attribute(markup: str, name: str) -> str:
     """The value of the first ``data-<name>`` attribute in ``markup``, HTML-unescaped."""
     found = re.search(f'data-{name}="([^"]*)"', markup)

@@ -26,7 +26,13 @@ import attnlib.live
 from attnlib import attend, reference
 from attnlib.live.qkv_explorer import SCRIPTS, Sentence, qkv_live
 from attnlib.transformer import sinusoidal_encoding
-from tests.helpers import case_harness, fallback_snapshot, node_answers, of_kind
+from tests.helpers import (
+    assert_markup_close,
+    case_harness,
+    fallback_snapshot,
+    node_answers,
+    of_kind,
+)
 
 QKV_JS = Path(attnlib.live.__file__).with_name("qkv.js")
 CHAPTER = Path(__file__).resolve().parents[1] / "notebooks" / "06_self_attention_qkv.ipynb"
@@ -409,12 +415,12 @@ def test_the_chapter_stores_the_explorer_on_its_own_data():
     assert [example["tokens"][-1] for example in examples[1:]] == ["tired", "narrow"]
     # the same data, names and snapshot as the explorer built here
     fresh = qkv_live(*chapter_sentences()).data
-    assert stored_explorer().split("<script>")[0] == fresh.split("<script>")[0]
+    assert_markup_close(stored_explorer().split("<script>")[0], fresh.split("<script>")[0])
     built = [cat_sentence(), story_layer_two("tired"), story_layer_two("narrow")]
     for example, layer in zip(examples, built, strict=True):
         assert example["tokens"][example["query"]] == "it"
         for key, want in zip(("x", "wQ", "wK", "wV"), layer, strict=True):
-            np.testing.assert_allclose(example[key], want, rtol=0, atol=1e-7)
+            np.testing.assert_allclose(example[key], want, rtol=1e-6, atol=1e-7)  # any kernels
 
 
 # --- the HTML and its Python checks ----------------------------------------------------------
