@@ -151,10 +151,25 @@ def gated_linear_attention_recurrent(
     state = values.new_zeros(batch, heads, d_k, values.shape[-1])
     outputs = []
     for t in range(n):
-        gate = log_gates[:, :, t].exp()[..., :, None]  # (b, h, d_k, 1): forget per key feature
-        state = gate * state + keys[:, :, t, :, None] * values[:, :, t, None, :]
-        outputs.append((queries[:, :, t, None, :] @ state)[..., 0, :])  # q_tᵀ S_t
+        output, state = gated_linear_attention_step(
+            queries[:, :, t], keys[:, :, t], values[:, :, t], log_gates[:, :, t], state
+        )
+        outputs.append(output)
     return torch.stack(outputs, dim=2), state
+
+
+def gated_linear_attention_step(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    log_gate: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token: query, key, log_gate (batch, heads, d_k), value (batch, heads, d_v) and S
+    (batch, heads, d_k, d_v) -> output q_tᵀ S_t (batch, heads, d_v) and S_t."""
+    gate = log_gate.exp()[..., :, None]  # (b, h, d_k, 1): forget per key feature
+    state = gate * state + key[..., :, None] * value[..., None, :]
+    return (query[..., None, :] @ state)[..., 0, :], state
 
 
 def _check_beta(beta: object, keys: torch.Tensor) -> None:
@@ -202,9 +217,23 @@ def delta_rule_recurrent(
     state = values.new_zeros(batch, heads, values.shape[-1], d_k)
     outputs = []
     for t in range(n):
-        key, value = keys[:, :, t], values[:, :, t]
-        said = (state @ key[..., None])[..., 0]  # what S says now for this key: S k_t
-        correction = beta[:, :, t, None] * (value - said)  # (b, h, d_v)
-        state = state + correction[..., :, None] * key[..., None, :]
-        outputs.append((state @ queries[:, :, t, :, None])[..., 0])  # S_t q_t
+        output, state = delta_rule_step(
+            queries[:, :, t], keys[:, :, t], values[:, :, t], beta[:, :, t], state
+        )
+        outputs.append(output)
     return torch.stack(outputs, dim=2), state
+
+
+def delta_rule_step(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    beta: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token: query, key (batch, heads, d_k), value (batch, heads, d_v), beta (batch,
+    heads) and S (batch, heads, d_v, d_k) -> output S_t q_t (batch, heads, d_v) and S_t."""
+    said = (state @ key[..., None])[..., 0]  # what S says now for this key: S k_t
+    correction = beta[..., None] * (value - said)  # (b, h, d_v)
+    state = state + correction[..., :, None] * key[..., None, :]
+    return (state @ query[..., None])[..., 0], state

@@ -9,8 +9,8 @@ attention), ``window`` (sliding-window attention) and, with ``implementation``, 
 :data:`attnlib.attention.IMPLEMENTATIONS` computes attention. :meth:`DecoderOnlyLM.generate`
 continues a prompt greedily, with the KV cache of :mod:`attnlib.kv_cache` or without it; the
 two give the same tokens. A config's ``mixer`` builds the blocks around one of
-:data:`attnlib.mixers.MIXERS` instead of self-attention: such a model trains and predicts, but
-forms no attention weights and keeps no KV cache.
+:data:`attnlib.mixers.MIXERS` instead of self-attention: such a model forms no attention
+weights, and generates with a :class:`~attnlib.mixers.MixerCache`, one position at a time.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from attnlib._checks import check_count, check_flag, check_int
 from attnlib.attention import check_implementation
 from attnlib.encoder import layer_stack
 from attnlib.kv_cache import KVCache
+from attnlib.mixers import MixerCache
 from attnlib.model_config import TransformerConfig
 from attnlib.transformer import (
     embed_tokens,
@@ -138,8 +139,10 @@ class DecoderOnlyLM(nn.Module):
                 layer.attention.head_gate = None
 
     def new_cache(self, batch: int) -> KVCache:
-        """An empty cache for a batch of ``batch`` sequences, as long as the config's window."""
-        self._needs_attention("a KV cache")
+        """An empty cache for a batch of ``batch`` sequences, as long as the config's window;
+        around a mixer, a :class:`~attnlib.mixers.MixerCache` of caches or states."""
+        if self.config.mixer is not None:
+            return MixerCache(len(self.layers), batch)
         return KVCache(len(self.layers), batch, self.config.window)
 
     @torch.no_grad()

@@ -26,8 +26,17 @@ from torch import nn
 
 from attnlib._checks import check_count, check_probability
 from attnlib.attention import MultiHeadAttention
-from attnlib.linear_attention import delta_rule, gated_linear_attention, linear_attention
-from attnlib.mla import MultiHeadLatentAttention
+from attnlib.kv_cache import KVCache, LayerKV
+from attnlib.linear_attention import (
+    LinearState,
+    delta_rule,
+    delta_rule_step,
+    gated_linear_attention,
+    gated_linear_attention_step,
+    linear_attention,
+    linear_attention_step,
+)
+from attnlib.mla import LatentCache, MultiHeadLatentAttention
 from attnlib.transformer import FeedForward
 
 MIN_LOG_GATE = -1.0  # a gate forgets at most 1 - e^-1 a step: keeps exp(-Σ log a) in range
@@ -48,6 +57,15 @@ class ShortConvolution(nn.Module):
         """x (batch, n, d_model) -> (batch, n, d_model), position t from t - width + 1 .. t."""
         padded = F.pad(x.transpose(1, 2), (self.width - 1, 0))  # zeros before the first
         return self.conv(padded).transpose(1, 2)
+
+    def step(self, x: torch.Tensor, past: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One position x (batch, 1, d_model) after the ``width - 1`` inputs before it (batch,
+        width - 1, d_model; None: zeros, the start) -> output (batch, 1, d_model), and the
+        last ``width - 1`` inputs, this one's included."""
+        if past is None:
+            past = x.new_zeros(x.shape[0], self.width - 1, x.shape[2])
+        window = torch.cat([past, x], dim=1)  # (batch, width, d_model)
+        return self.conv(window.transpose(1, 2)).transpose(1, 2), window[:, 1:]
 
 
 class _Heads(nn.Module):
@@ -89,6 +107,12 @@ class SoftmaxMixer(nn.Module):
         """(batch, n, d_model) -> same."""
         return self.attention.forward_prepared(x, x, x, None, "sdpa", causal=True)[0]
 
+    def step(self, x: torch.Tensor, memory: LayerKV | None) -> tuple[torch.Tensor, LayerKV]:
+        """One position x (batch, 1, d_model) -> same, and the cache of keys and values."""
+        memory = LayerKV() if memory is None else memory
+        out = self.attention.forward_prepared(x, x, x, None, "sdpa", causal=True, cache=memory)
+        return out[0], memory
+
 
 class LatentMixer(nn.Module):
     """Multi-head latent attention: keys and values from a ``kv_rank`` latent."""
@@ -102,6 +126,11 @@ class LatentMixer(nn.Module):
         """(batch, n, d_model) -> same."""
         return self.attention(x)[0]
 
+    def step(self, x: torch.Tensor, memory: LatentCache | None) -> tuple[torch.Tensor, LatentCache]:
+        """One position x (batch, 1, d_model) -> same, and the cache of latents (absorbed)."""
+        memory = LatentCache() if memory is None else memory
+        return self.attention.decode(x, memory), memory
+
 
 class LinearMixer(_Heads):
     """Causal linear attention, elu + 1 features."""
@@ -109,6 +138,14 @@ class LinearMixer(_Heads):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, n, d_model) -> same."""
         return self.merge(linear_attention(*self.project(x))[0])
+
+    def step(self, x: torch.Tensor, memory: LinearState | None) -> tuple[torch.Tensor, LinearState]:
+        """One position x (batch, 1, d_model) -> same, and the state S, z."""
+        query, key, value = (part[:, :, 0] for part in self.project(x))  # (batch, heads, d)
+        if memory is None:
+            memory = LinearState.empty(*key.shape[:2], key.shape[-1], value.shape[-1], value)
+        out, memory = linear_attention_step(query, key, value, memory)
+        return self.merge(out[:, :, None]), memory
 
 
 class GatedMixer(_Heads):
@@ -121,13 +158,27 @@ class GatedMixer(_Heads):
         self.gate = nn.Linear(d_model, d_model)
         self.norm = nn.LayerNorm(self.head_dim)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, n, d_model) -> same."""
+    def inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """x (batch, n, d_model) -> queries, scaled keys, log gates (batch, heads, n, head_dim)
+        and values (batch, heads, n, head_dim), in the recurrence's order."""
         queries, keys, values = self.project(x)
         log_gates = F.logsigmoid(self.gate(x)) / GATE_TEMPERATURE
         log_gates = self.split(log_gates.clamp(min=MIN_LOG_GATE))
-        heads = gated_linear_attention(queries, keys / self.head_dim**0.5, values, log_gates)
-        return self.merge(self.norm(heads))
+        return queries, keys / self.head_dim**0.5, values, log_gates
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, n, d_model) -> same."""
+        return self.merge(self.norm(gated_linear_attention(*self.inputs(x))))
+
+    def step(
+        self, x: torch.Tensor, memory: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One position x (batch, 1, d_model) -> same, and the state S (batch, heads, d, d)."""
+        query, key, value, log_gate = (part[:, :, 0] for part in self.inputs(x))
+        if memory is None:
+            memory = value.new_zeros(*key.shape, value.shape[-1])
+        out, memory = gated_linear_attention_step(query, key, value, log_gate, memory)
+        return self.merge(self.norm(out[:, :, None])), memory
 
 
 class DeltaMixer(_Heads):
@@ -139,12 +190,26 @@ class DeltaMixer(_Heads):
         self.beta = nn.Linear(d_model, num_heads)
         self.norm = nn.LayerNorm(self.head_dim)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, n, d_model) -> same."""
+    def inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """x (batch, n, d_model) -> unit queries and keys, values (batch, heads, n, head_dim)
+        and β (batch, heads, n)."""
         queries, keys, values = self.project(x)
         queries, keys = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
-        beta = torch.sigmoid(self.beta(x)).transpose(1, 2)  # (batch, heads, n)
-        return self.merge(self.norm(delta_rule(queries, keys, values, beta)))
+        return queries, keys, values, torch.sigmoid(self.beta(x)).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, n, d_model) -> same."""
+        return self.merge(self.norm(delta_rule(*self.inputs(x))))
+
+    def step(
+        self, x: torch.Tensor, memory: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One position x (batch, 1, d_model) -> same, and the state S (batch, heads, d, d)."""
+        query, key, value, beta = (part[:, :, 0] for part in self.inputs(x))
+        if memory is None:
+            memory = value.new_zeros(*value.shape, key.shape[-1])
+        out, memory = delta_rule_step(query, key, value, beta, memory)
+        return self.merge(self.norm(out[:, :, None])), memory
 
 
 MIXERS = {
@@ -195,16 +260,59 @@ class MixerLayer(nn.Module):
         x: torch.Tensor,
         mask4d: torch.Tensor | None = None,
         need_weights: bool = False,
-        cache: object = None,
+        cache: MixerMemory | None = None,
     ) -> tuple[torch.Tensor, None]:
         """(batch, n, d_model) -> same, None: an :class:`~attnlib.transformer.EncoderLayer`'s
-        call, causal always; it forms no weights and keeps no cache."""
-        if mask4d is not None or need_weights or cache is not None:
+        call, causal always; it forms no weights. With ``cache``, x holds the positions after
+        those it has seen, and they run one at a time, as in generation."""
+        if mask4d is not None or need_weights:
             raise ValueError(
-                f"a {self.mixer_name!r} mixer block takes no mask, forms no attention weights "
-                "and keeps no KV cache"
+                f"a {self.mixer_name!r} mixer block takes no mask and forms no attention weights"
             )
-        x = x + self.dropout1(self.mixer(self.convolution(self.norm1(x))))
+        if cache is None:
+            mixed = self.mixer(self.convolution(self.norm1(x)))
+        else:
+            mixed = torch.cat([self._step(x[:, t : t + 1], cache) for t in range(x.shape[1])], 1)
+        x = x + self.dropout1(mixed)
         if self.feed_forward is not None:
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         return x, None
+
+    def _step(self, x: torch.Tensor, memory: MixerMemory) -> torch.Tensor:
+        """One position x (batch, 1, d_model) -> the mixer's output there; ``memory`` moves on."""
+        x = self.norm1(x)
+        if isinstance(self.convolution, ShortConvolution):
+            x, memory.convolution = self.convolution.step(x, memory.convolution)
+        out, memory.mixer = self.mixer.step(x, memory.mixer)
+        memory.seen += 1
+        return out
+
+
+class MixerMemory:
+    """What a :class:`MixerLayer` keeps between positions in generation: its convolution's last
+    inputs and its mixer's cache or state (a :class:`~attnlib.kv_cache.LayerKV`, a
+    :class:`~attnlib.mla.LatentCache`, a :class:`~attnlib.linear_attention.LinearState` or a
+    state tensor), each made at the first position."""
+
+    def __init__(self) -> None:
+        self.convolution: torch.Tensor | None = None
+        self.mixer: LayerKV | LatentCache | LinearState | torch.Tensor | None = None
+        self.seen = 0
+
+    def nbytes(self) -> int:
+        """Bytes held: a cache grows with the positions seen, a state does not."""
+        held = [self.convolution, self.mixer]
+        return sum(
+            part.numel() * part.element_size() if isinstance(part, torch.Tensor) else part.nbytes()
+            for part in held
+            if part is not None
+        )
+
+
+class MixerCache(KVCache):
+    """The generation memory of a stack of :class:`MixerLayer` blocks for one batch: a
+    :class:`MixerMemory` per layer, fed as a :class:`~attnlib.kv_cache.KVCache` is."""
+
+    def __init__(self, num_layers: int, batch: int) -> None:
+        super().__init__(num_layers, batch)
+        self.layers = [MixerMemory() for _ in self.layers]

@@ -152,7 +152,7 @@ def embed_tokens(
     """ids (batch, n) at positions start .. start + n - 1 -> (batch, n, d_model): the token
     vectors times sqrt(d_model), plus positions, then dropout."""
     x = embedding(ids) * math.sqrt(embedding.embedding_dim)  # (batch, n, d)
-    if start > 0:
+    if start > 0 and not isinstance(positions, nn.Identity):
         # The position tables add rows 0..seq-1; zeros in front shift these ids to theirs.
         ahead = x.new_zeros(x.shape[0], start, x.shape[2])
         return dropout(positions(torch.cat([ahead, x], dim=1))[:, start:])

@@ -8,7 +8,7 @@ import torch
 
 from attnlib.encoder import Encoder, parameter_breakdown
 from attnlib.lm import DecoderOnlyLM
-from attnlib.mixers import MIXERS, MixerLayer, ShortConvolution, make_mixer
+from attnlib.mixers import MIXERS, MixerCache, MixerLayer, ShortConvolution, make_mixer
 from attnlib.model_config import TransformerConfig
 
 
@@ -36,6 +36,16 @@ def test_every_parameter_of_a_mixer_gets_a_gradient(name):
     mixer(inputs()).square().mean().backward()
     missing = [n for n, p in mixer.named_parameters() if p.grad is None or not p.grad.any()]
     assert missing == []
+
+
+def test_the_short_convolution_one_step_at_a_time_equals_the_whole():
+    conv = ShortConvolution(16, width=3)
+    x, past, outputs = inputs(), None, []
+    for t in range(x.shape[1]):
+        output, past = conv.step(x[:, t : t + 1], past)
+        outputs.append(output)
+    torch.testing.assert_close(torch.cat(outputs, dim=1), conv(x), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(past, x[:, -2:])
 
 
 def test_the_short_convolution_reads_the_last_width_positions():
@@ -97,23 +107,22 @@ def test_a_mixer_block_is_the_pre_ln_sum_of_its_parts():
 
 def test_a_mixer_block_refuses_what_only_attention_does():
     layer = MixerLayer("gated", 16, 2, 32)
-    with pytest.raises(ValueError, match="a 'gated' mixer block takes no mask, forms no attention"):
+    with pytest.raises(
+        ValueError, match="a 'gated' mixer block takes no mask and forms no attention"
+    ):
         layer(inputs(), need_weights=True)
 
 
-def test_a_mixer_model_refuses_weights_caches_and_ablations():
+def test_a_mixer_model_refuses_weights_ablations_and_implementations():
     model = DecoderOnlyLM(mixer_config("linear"))
     ids = torch.ones(1, 4, dtype=torch.long)
     with pytest.raises(ValueError, match="attention weights needs attention blocks; this model's"):
         model.attention_weights(ids)
-    with pytest.raises(ValueError, match="a KV cache needs attention blocks"):
-        model.generate(ids, 2)
     with pytest.raises(ValueError, match="ablating heads needs attention blocks"):
         with model.ablated([(0, 0)]):
             pass
     with pytest.raises(ValueError, match="an attention implementation needs attention blocks"):
         DecoderOnlyLM(mixer_config("linear"), implementation="eager")
-    assert model.generate(ids, 3, use_cache=False).tokens.shape == (1, 3)
 
 
 @pytest.mark.parametrize(
@@ -146,3 +155,37 @@ def test_only_a_causal_stack_is_built_around_a_mixer():
         Encoder(mixer_config())
     with pytest.raises(ValueError, match="an encoder has attention blocks; mixer='delta'"):
         parameter_breakdown(mixer_config())
+
+
+@pytest.mark.parametrize("name", list(MIXERS))
+def test_generating_from_the_memory_equals_recomputing(name):
+    torch.manual_seed(5)
+    model = DecoderOnlyLM(mixer_config(name)).eval()
+    prompt = torch.randint(1, 11, (2, 5), generator=torch.Generator().manual_seed(6))
+    remembered, recomputed = model.generate(prompt, 10), model.generate(prompt, 10, use_cache=False)
+    assert torch.equal(remembered.tokens, recomputed.tokens)
+    torch.testing.assert_close(remembered.logits, recomputed.logits, atol=1e-5, rtol=1e-5)
+    assert isinstance(remembered.cache, MixerCache) and remembered.cache.length == 14
+
+
+# Bytes a position adds, in float32, 2 layers of d_model 16: softmax attention caches a key and a
+# value of 16; latent attention a latent of d_model / 2 = 8 and a rope key of 8; the others none.
+GROWTH = {"softmax": 2 * 2 * 16 * 4, "latent": 2 * (8 + 8) * 4, "linear": 0, "gated": 0, "delta": 0}
+
+
+@pytest.mark.parametrize("name", list(MIXERS))
+def test_a_cache_grows_with_the_length_and_a_state_does_not(name):
+    model = DecoderOnlyLM(mixer_config(name)).eval()
+    cache = model.new_cache(1)
+    model.decode(torch.ones(1, 3, dtype=torch.long), cache)
+    before = cache.nbytes()
+    model.decode(torch.ones(1, 4, dtype=torch.long), cache)
+    assert cache.nbytes() - before == 4 * GROWTH[name]
+    convolutions = 2 * 2 * 16 * 4  # 2 layers keep width - 1 = 2 inputs of 16
+    states = {
+        "linear": 2 * 2 * (8 * 8 + 8) * 4,
+        "gated": 2 * 2 * 8 * 8 * 4,
+        "delta": 2 * 2 * 8 * 8 * 4,
+    }
+    if name in states:  # per layer 2 heads of an 8 x 8 state (and linear's normaliser of 8)
+        assert before == convolutions + states[name]
