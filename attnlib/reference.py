@@ -1,5 +1,6 @@
 """The NumPy oracle: softmax, attention (with a sink too), the worked example, heads, positions,
-masks, the online softmax, and chapter 12's learning-rate schedules and label smoothing.
+masks, the online softmax, chapter 12's learning-rate schedules and label smoothing, and
+chapter 19's associative memories (a cache against a fixed state).
 
 Everything here is plain NumPy in float64, written to be read; the torch code in the rest of
 ``attnlib`` and the browser explorers of :mod:`attnlib.live` are tested against it. Masks are
@@ -331,6 +332,42 @@ def sink_attention(
     denominator = exponentials.sum(axis=-1, keepdims=True) + np.exp(sink_logit - top)
     weights = exponentials / denominator
     return weights @ values, weights
+
+
+def unit_rows(rows: np.ndarray, d: int) -> np.ndarray:
+    """The first ``d`` entries of every row, scaled to length 1: (rows, d)."""
+    part = np.asarray(rows, dtype=np.float64)[:, :d]
+    return part / np.linalg.norm(part, axis=1, keepdims=True)
+
+
+def associative_memories(
+    keys: np.ndarray, table: np.ndarray, values: np.ndarray, written: int
+) -> dict[str, np.ndarray]:
+    """The two fixed states after writing pairs 0 .. written - 1 (key k_i, value table[values[i]]),
+    each (d, d_v), key features down: linear attention's M = Σ k vᵀ, and the delta rule's at
+    strength 1, M += k (v − Mᵀ k)ᵀ, which first takes out what M says for the key."""
+    keys, table = np.asarray(keys, dtype=np.float64), np.asarray(table, dtype=np.float64)
+    linear = np.zeros((keys.shape[1], table.shape[1]))
+    delta = np.zeros_like(linear)
+    for key, value in zip(keys[:written], table[np.asarray(values)[:written]], strict=True):
+        linear += np.outer(key, value)
+        delta += np.outer(key, value - key @ delta)
+    return {"linear": linear, "delta": delta}
+
+
+def associative_recall(
+    keys: np.ndarray, table: np.ndarray, values: np.ndarray, written: int, sharpness: float
+) -> dict[str, list[int]]:
+    """For every key written so far, the value id each memory recalls: the table row with the
+    largest dot product with its read. The ``"cache"`` keeps every pair and reads
+    softmax(sharpness K q) V; ``"linear"`` and ``"delta"`` read Mᵀ q from
+    :func:`associative_memories`."""
+    keys, table = np.asarray(keys, dtype=np.float64), np.asarray(table, dtype=np.float64)
+    held, queries = table[np.asarray(values)[:written]], keys[:written]
+    reads = {"cache": softmax(sharpness * queries @ keys[:written].T) @ held}
+    for name, memory in associative_memories(keys, table, values, written).items():
+        reads[name] = queries @ memory
+    return {name: (read @ table.T).argmax(axis=1).tolist() for name, read in reads.items()}
 
 
 def online_softmax_steps(

@@ -31,6 +31,8 @@ FLASH_SCRIPTS = ("attention.js", "explorers.js", "flash.js")
 ROTARY_SCRIPTS = ("attention.js", "explorers.js", "rotary.js")
 # Chapter 12's explorer (attnlib.live.recipe_explorer): schedules and label smoothing.
 RECIPE_SCRIPTS = ("attention.js", "explorers.js", "recipe.js")
+# Chapter 19's explorer (attnlib.live.recall_explorer): a growing cache against a fixed state.
+RECALL_SCRIPTS = ("attention.js", "explorers.js", "recall.js")
 FALLBACK = (
     "This explorer runs in your browser with JavaScript. If you can read this, the script did "
     "not run: in JupyterLab, run the cell (or trust the notebook) to start it."
