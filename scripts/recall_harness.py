@@ -40,6 +40,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=None, help="CPU seconds a run")
     parser.add_argument("--seq-len", type=int, default=RecallTask.seq_len)
     parser.add_argument("--vocab-size", type=int, default=RecallTask.vocab_size)
+    parser.add_argument("--batch-size", type=int, default=RecallTask.batch_size)
     parser.add_argument("--lr", type=float, default=RecallTask.lr)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
@@ -60,6 +61,7 @@ def main() -> None:
                 num_pairs=pairs,
                 seq_len=args.seq_len,
                 vocab_size=args.vocab_size,
+                batch_size=args.batch_size,
                 steps=args.steps,
                 seconds=args.seconds,
                 lr=args.lr,
