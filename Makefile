@@ -32,7 +32,7 @@ PINNED_KERNELS := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_IS
 # whose output changes there prints a trained or kernel-dependent number, which is a defect.
 OTHER_KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41
 ATEN_DEFAULT_KERNELS := ATEN_CPU_CAPABILITY=default
-TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 12_% 14_% 16_% 17_%),$(CPU_NOTEBOOKS))
+TRAINING_NOTEBOOKS := $(filter $(addprefix notebooks/,03_% 04_% 05_% 08_% 10_% 12_% 14_% 16_% 17_% 19_%),$(CPU_NOTEBOOKS))
 # The pip mirrors of some machines print one warning per package; keep the log readable.
 QUIET_PIP := grep -v "^WARNING: Location" || true
 
