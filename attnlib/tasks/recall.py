@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from attnlib._checks import check_count, check_int, check_number
 from attnlib.data.mqar import IGNORE, MQARBatch, mqar_batch
+from attnlib.encoder import count_parameters
 from attnlib.lm import DecoderOnlyLM
 from attnlib.model_config import TransformerConfig
 from attnlib.schedules import cosine_decay
@@ -75,11 +76,6 @@ def recall_config(
         mixer=mixer,
         short_convolution=short_convolution,
     )
-
-
-def parameter_count(model: torch.nn.Module) -> int:
-    """The number of trainable numbers in ``model`` (a tied weight counted once)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def recall_loss(model: torch.nn.Module, batch: MQARBatch) -> torch.Tensor:
@@ -170,7 +166,7 @@ def train(
         mixer=config.mixer,
         num_pairs=task.num_pairs,
         seed=seed,
-        parameters=parameter_count(model),
+        parameters=count_parameters(model, trainable_only=True),
         accuracy=recall_accuracy(model, rows),
         steps=history.steps,
         seconds=seconds,
