@@ -23,7 +23,10 @@ IGNORE = -100  # torch.nn.functional.cross_entropy's ignore_index
 @dataclass(frozen=True)
 class MQARBatch:
     """Token ids (batch, seq_len) and targets (batch, seq_len): a key's value where it comes
-    back, ``IGNORE`` elsewhere."""
+    back, ``IGNORE`` elsewhere.
+
+    Chapter 19's date rows (:mod:`attnlib.data.date_rows`) use it too, with the next target
+    character as the target: any rows whose loss reads some positions only."""
 
     ids: torch.Tensor
     targets: torch.Tensor
