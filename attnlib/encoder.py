@@ -49,6 +49,7 @@ def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleLis
                 config.dropout,
                 config.activation,
                 config.short_convolution,
+                config.decoder_kv_heads,
             )
             for _ in range(config.num_layers)
         )

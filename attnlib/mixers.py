@@ -97,11 +97,12 @@ class _Heads(nn.Module):
 
 
 class SoftmaxMixer(nn.Module):
-    """Causal multi-head softmax attention."""
+    """Causal multi-head softmax attention; ``num_kv_heads`` (None: one per query head) groups
+    the query heads around fewer key/value heads (chapter 16's GQA, MQA with 1)."""
 
-    def __init__(self, d_model: int, num_heads: int) -> None:
+    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int | None = None) -> None:
         super().__init__()
-        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.attention = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, n, d_model) -> same."""
@@ -221,17 +222,25 @@ MIXERS = {
 }
 
 
-def make_mixer(name: str, d_model: int, num_heads: int) -> nn.Module:
-    """The mixer ``name`` of :data:`MIXERS`, for width ``d_model`` and ``num_heads`` heads."""
+def make_mixer(
+    name: str, d_model: int, num_heads: int, num_kv_heads: int | None = None
+) -> nn.Module:
+    """The mixer ``name`` of :data:`MIXERS`, for width ``d_model`` and ``num_heads`` heads;
+    ``num_kv_heads`` groups the heads of "softmax" (the only mixer with key/value heads)."""
     if name not in MIXERS:
         raise ValueError(f"unknown mixer {name!r}; choose one of {', '.join(map(repr, MIXERS))}")
-    return MIXERS[name](d_model, num_heads)
+    if num_kv_heads is None:
+        return MIXERS[name](d_model, num_heads)
+    if name != "softmax":
+        raise ValueError(f"num_kv_heads groups softmax attention's heads; mixer {name!r} has none")
+    return SoftmaxMixer(d_model, num_heads, num_kv_heads)
 
 
 class MixerLayer(nn.Module):
     """A pre-LN block around a mixer: x + mixer(conv(LN(x))), then x + FF(LN(x)); each sublayer's
     output passes dropout. ``conv_width`` (None: no convolution) puts a
-    :class:`ShortConvolution` before the mixer; ``d_ff=0`` leaves the feed-forward out."""
+    :class:`ShortConvolution` before the mixer; ``d_ff=0`` leaves the feed-forward out;
+    ``num_kv_heads`` groups a softmax mixer's heads."""
 
     def __init__(
         self,
@@ -242,10 +251,11 @@ class MixerLayer(nn.Module):
         dropout: float = 0.0,
         activation: str = "relu",
         conv_width: int | None = None,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         self.mixer_name = mixer
-        self.mixer = make_mixer(mixer, d_model, num_heads)
+        self.mixer = make_mixer(mixer, d_model, num_heads, num_kv_heads)
         self.convolution = (
             nn.Identity() if conv_width is None else ShortConvolution(d_model, conv_width)
         )

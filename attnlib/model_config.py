@@ -56,7 +56,8 @@ class TransformerConfig:
     ``mixer`` (None: the attention block above) builds a decoder-only model's blocks around one
     of :data:`attnlib.mixers.MIXERS` instead, pre-LN (``norm_first``), with a short causal
     convolution of ``short_convolution`` positions before it (None: none); such a block takes
-    table positions or none, not rotary, windows, sinks or key/value groups.
+    table positions or none, not rotary, windows or sinks; only "softmax" takes
+    ``decoder_kv_heads``, grouping its query heads around fewer key/value heads.
     """
 
     vocab_size: int
@@ -145,6 +146,8 @@ class TransformerConfig:
                 "positions rotate an attention block's queries and keys"
             )
         for name in _ATTENTION_ONLY:
+            if name == "decoder_kv_heads" and self.mixer == "softmax":
+                continue  # softmax attention groups its key/value heads as a decoder's does
             if getattr(self, name) is not None:
                 raise ValueError(f"{name} belongs to an attention block; mixer={self.mixer!r} "
                                  "takes none")  # fmt: skip

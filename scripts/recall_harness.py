@@ -10,6 +10,7 @@ position (on dates: the whole ISO date).
     python scripts/recall_harness.py --out runs/recall.jsonl --pairs 4,12,20 --seeds 0-2
     python scripts/recall_harness.py --out runs/state.jsonl --mixers softmax,linear --heads 1,4,16
     python scripts/recall_harness.py --out runs/dates.jsonl --task dates --heads 2 --d-model 32
+    python scripts/recall_harness.py --out runs/mqa.jsonl --mixers softmax --heads 8 --kv-heads 1
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--mixers", default=",".join(MIXERS))
     parser.add_argument("--pairs", type=numbers, default=[8], help="MQAR only; dates ignore it")
     parser.add_argument("--heads", type=numbers, default=[4])
+    parser.add_argument(
+        "--kv-heads",
+        type=int,
+        default=None,
+        help="softmax only: key/value heads its query heads share (GQA; 1 is MQA)",
+    )
     parser.add_argument("--seeds", type=numbers, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=RecallTask.steps)
     parser.add_argument("--seconds", type=float, default=None, help="CPU seconds a run")
@@ -97,11 +104,15 @@ def main() -> None:
             pairs = getattr(task, "num_pairs", "-")  # the date task has none
             for heads in args.heads:
                 for mixer in mixers:
-                    config = recall_config(mixer, task.vocab_size, args.d_model, heads)
+                    kv_heads = args.kv_heads if mixer == "softmax" else None
+                    config = recall_config(
+                        mixer, task.vocab_size, args.d_model, heads, num_kv_heads=kv_heads
+                    )
                     for seed in args.seeds:
                         attnlib.seed_everything(seed, threads=args.threads)
                         run = train(config, task, seed, progress=False)
-                        out.write(json.dumps({**asdict(run), "heads": heads}) + "\n")
+                        line = {**asdict(run), "heads": heads, "kv_heads": kv_heads}
+                        out.write(json.dumps(line) + "\n")
                         out.flush()
                         print(
                             f"{mixer:8} {pairs:>5} {heads:5} {seed:4} {run.parameters:7} "

@@ -132,7 +132,7 @@ def test_a_mixer_model_refuses_weights_ablations_and_implementations():
         ({"norm_first": False}, "a mixer block is pre-LN: mixer='delta' needs norm_first=True"),
         ({"positions": "rotary"}, "mixer='delta' takes positions 'none', 'sinusoidal' or"),
         ({"window": 4}, "window belongs to an attention block; mixer='delta' takes none"),
-        ({"decoder_kv_heads": 1}, "decoder_kv_heads belongs to an attention block"),
+        ({"decoder_kv_heads": 1}, "decoder_kv_heads belongs to an attention block; mixer='delta"),
         ({"attention_sink": "learned"}, "attention_sink belongs to an attention block"),
         ({"short_convolution": 0}, "short_convolution must be positive, got 0"),
         ({"mixer": None}, "short_convolution goes before a mixer: set mixer too"),
@@ -189,3 +189,31 @@ def test_a_cache_grows_with_the_length_and_a_state_does_not(name):
     }
     if name in states:  # per layer 2 heads of an 8 x 8 state (and linear's normaliser of 8)
         assert before == convolutions + states[name]
+
+
+def test_a_softmax_mixer_groups_its_key_value_heads():
+    grouped = make_mixer("softmax", 16, 4, num_kv_heads=1)
+    assert grouped.attention.key_projection.weight.shape == (4, 16)  # one head of 16 / 4
+    torch.manual_seed(7)
+    x = inputs()
+    causal = grouped(x)
+    torch.testing.assert_close(grouped(x[:, :5]), causal[:, :5])  # still blind to the future
+    with pytest.raises(ValueError, match="num_kv_heads groups softmax attention's heads; mixer"):
+        make_mixer("linear", 16, 4, num_kv_heads=1)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_a_grouped_softmax_model_generates_from_a_smaller_cache(kv_heads):
+    torch.manual_seed(8)
+    config = mixer_config("softmax", decoder_kv_heads=kv_heads)
+    model = DecoderOnlyLM(config).eval()
+    prompt = torch.randint(1, 11, (2, 5), generator=torch.Generator().manual_seed(9))
+    remembered, recomputed = model.generate(prompt, 10), model.generate(prompt, 10, use_cache=False)
+    assert torch.equal(remembered.tokens, recomputed.tokens)
+    torch.testing.assert_close(remembered.logits, recomputed.logits, atol=1e-5, rtol=1e-5)
+    cache = model.new_cache(1)
+    model.decode(torch.ones(1, 3, dtype=torch.long), cache)
+    before = cache.nbytes()
+    model.decode(torch.ones(1, 4, dtype=torch.long), cache)
+    # a key and a value of kv_heads x 8 numbers a position, in each of 2 layers, in float32
+    assert cache.nbytes() - before == 4 * 2 * 2 * kv_heads * 8 * 4

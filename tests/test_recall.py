@@ -11,6 +11,8 @@ import torch
 
 from attnlib.data.date_rows import date_rows, decode
 from attnlib.data.mqar import mqar_batch
+from attnlib.encoder import count_parameters
+from attnlib.lm import DecoderOnlyLM
 from attnlib.model_config import TransformerConfig
 from attnlib.tasks import recall
 from attnlib.tasks.recall import (
@@ -188,3 +190,14 @@ def test_the_script_runs_the_date_task(tmp_path, monkeypatch, capsys):
     assert (run["task"], run["num_pairs"], run["steps"]) == ("dates", None, 2)
     printed = capsys.readouterr().out
     assert "rows" in printed.splitlines()[0] and "linear       -     2    0" in printed
+
+
+def test_the_harness_groups_softmax_attention_heads():
+    config = recall_config("softmax", vocab_size=16, d_model=16, num_heads=4, num_kv_heads=1)
+    assert config.decoder_kv_heads == 1
+    full = DecoderOnlyLM(recall_config("softmax", vocab_size=16, d_model=16, num_heads=4))
+    grouped = DecoderOnlyLM(config)
+    # each layer's key and value projections shrink from 16 x 16 to 4 x 16 (and their biases)
+    assert count_parameters(full) - count_parameters(grouped) == 2 * 2 * (12 * 16 + 12)
+    with pytest.raises(ValueError, match="decoder_kv_heads belongs to an attention block"):
+        recall_config("linear", num_kv_heads=1)

@@ -170,8 +170,10 @@ def recall_config(
     num_layers: int = 2,
     d_ff: int = 128,
     short_convolution: int | None = 4,
+    num_kv_heads: int | None = None,
 ) -> TransformerConfig:
-    """The harness's model around ``mixer``: pre-LN, no dropout, no position table."""
+    """The harness's model around ``mixer``: pre-LN, no dropout, no position table;
+    ``num_kv_heads`` groups softmax attention's heads (GQA, or MQA with 1)."""
     return TransformerConfig(
         vocab_size=vocab_size,
         d_model=d_model,
@@ -183,6 +185,7 @@ def recall_config(
         norm_first=True,
         mixer=mixer,
         short_convolution=short_convolution,
+        decoder_kv_heads=num_kv_heads,
     )
 
 
