@@ -1,4 +1,4 @@
-"""Chapter 19's date rows: a character a token, ``source [SEP] target``, the loss on the target."""
+"""Chapter 19's date rows: a character a token, ``source <s> target``, the loss on the target."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from attnlib.data.date_rows import (
     CHARACTERS,
     PAD,
     SEP,
+    VOCAB,
     VOCAB_SIZE,
     date_rows,
     decode,
@@ -21,8 +22,9 @@ from attnlib.data.mqar import IGNORE
 PAIR = ("1.2.03", "2003-02-01")
 
 
-def test_the_vocabulary_is_every_character_the_formats_write_sorted_after_two_specials():
-    assert (PAD, SEP, VOCAB_SIZE, len(CHARACTERS)) == (0, 1, 40, 38)
+def test_the_vocabulary_is_every_character_the_formats_write_sorted_after_the_specials():
+    assert (PAD, SEP, VOCAB_SIZE, len(CHARACTERS)) == (0, 1, 42, 38)
+    assert VOCAB.itos[:5] == ["<pad>", "<s>", "</s>", "<unk>", " "]
     assert "".join(CHARACTERS[:15]) == " ,-./0123456789" and list(CHARACTERS) == sorted(CHARACTERS)
     written = {char for pair in generate_pairs(2_000, seed=3) for char in "".join(pair)}
     assert written == set(CHARACTERS)  # 13 formats, 2000 dates: every character, nothing more
@@ -31,10 +33,10 @@ def test_the_vocabulary_is_every_character_the_formats_write_sorted_after_two_sp
 
 def test_a_row_is_source_separator_target_and_the_targets_are_the_next_target_characters():
     batch = date_rows([PAIR], seq_len=18)
-    # ' ,-./' are ids 2-6 and the digits 7-16: '1' 8, '.' 5, '2' 9, '0' 7, '3' 10, '-' 4
-    assert batch.ids.tolist() == [[8, 5, 9, 5, 7, 10, SEP, 9, 7, 7, 10, 4, 7, 9, 4, 7, 8, PAD]]
+    # ' ,-./' are ids 4-8 and the digits 9-18: '1' 10, '.' 7, '2' 11, '0' 9, '3' 12, '-' 6
+    assert batch.ids.tolist() == [[10, 7, 11, 7, 9, 12, SEP, 11, 9, 9, 12, 6, 9, 11, 6, 9, 10, PAD]]
     nothing = [IGNORE] * 6  # no loss on the source: only the separator on predicts
-    assert batch.targets.tolist() == [[*nothing, 9, 7, 7, 10, 4, 7, 9, 4, 7, 8, IGNORE, IGNORE]]
+    assert batch.targets.tolist() == [[*nothing, 11, 9, 9, 12, 6, 9, 11, 6, 9, 10, IGNORE, IGNORE]]
     assert row_length(PAIR) == 17
 
 
@@ -43,7 +45,7 @@ def test_every_row_has_one_query_a_target_character():
     assert batch.queries.sum(dim=1).tolist() == [10, 4]
     many = date_rows(generate_pairs(16, seed=1), seq_len=80)
     assert many.ids.shape == (16, 80) and set(many.queries.sum(dim=1).tolist()) == {10}
-    torch.testing.assert_close(many.targets[many.queries] >= 2, torch.ones(160, dtype=torch.bool))
+    torch.testing.assert_close(many.targets[many.queries] >= 4, torch.ones(160, dtype=torch.bool))
 
 
 @pytest.mark.parametrize(

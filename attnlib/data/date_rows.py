@@ -1,7 +1,8 @@
-"""Date pairs (:mod:`attnlib.data.dates`) as rows for a decoder-only model: ``source [SEP] target``.
+"""Date pairs (:mod:`attnlib.data.dates`) as rows for a decoder-only model: ``source <s> target``.
 
-One character a token. Id 0 pads, id 1 separates the human date from its ISO form, and the
-characters that the formats can write follow in sorted order. The rows come as an
+One character a token, in the project's :class:`~attnlib.data.text.CharVocab` over every
+character the formats can write: ``<pad>`` (id 0) pads and ``<s>`` (id 1), the start symbol of
+chapter 14's decoder, separates the human date from its ISO form. The rows come as an
 :class:`~attnlib.data.mqar.MQARBatch`, which serves both tasks: ``targets`` holds the next
 target character at every position that predicts one and ``IGNORE`` elsewhere.
 """
@@ -16,9 +17,7 @@ import torch
 from attnlib._checks import check_count
 from attnlib.data.dates import FORMATS, format_date
 from attnlib.data.mqar import IGNORE, MQARBatch
-
-PAD = 0
-SEP = 1
+from attnlib.data.text import CharVocab
 
 
 def _sweep() -> list[dt.date]:
@@ -41,26 +40,27 @@ def _characters() -> tuple[str, ...]:
 
 # Derived from the formats, not written out, so that a new format or word cannot drift from it.
 CHARACTERS = _characters()
-VOCAB_SIZE = 2 + len(CHARACTERS)
-_IDS = {char: 2 + index for index, char in enumerate(CHARACTERS)}
+VOCAB = CharVocab(CHARACTERS)
+VOCAB_SIZE = len(VOCAB)
+PAD, SEP = VOCAB.pad_id, VOCAB.sos_id
 
 
 def encode(text: str) -> list[int]:
     """The ids of ``text``'s characters (len(text),)."""
     if not isinstance(text, str):
         raise TypeError(f"a date must be a str, got {type(text).__name__} {text!r}")
-    unknown = sorted({char for char in text if char not in _IDS})
+    unknown = sorted({char for char in text if char not in CHARACTERS})
     if unknown:
         raise ValueError(
             f"{text!r} holds {''.join(unknown)!r}, not in the date vocabulary "
             f"{''.join(CHARACTERS)!r}"
         )
-    return [_IDS[char] for char in text]
+    return VOCAB.encode(text)  # CharVocab maps an unknown character to <unk>: refused above
 
 
 def decode(ids: Sequence[int]) -> str:
     """The characters of ``ids`` (length,), padding and the separator left out."""
-    return "".join(CHARACTERS[i - 2] for i in ids if i not in (PAD, SEP))
+    return VOCAB.decode(ids)
 
 
 def row_length(pair: tuple[str, str]) -> int:
@@ -70,7 +70,7 @@ def row_length(pair: tuple[str, str]) -> int:
 
 
 def date_rows(pairs: Sequence[tuple[str, str]], seq_len: int) -> MQARBatch:
-    """Rows (len(pairs), seq_len) of ``source [SEP] target`` and padding; ``targets`` holds the
+    """Rows (len(pairs), seq_len) of ``source <s> target`` and padding; ``targets`` holds the
     next character from the separator to the target's second-to-last character, so the model
     predicts every target character from the source and the target so far."""
     check_count("seq_len", seq_len)

@@ -7,7 +7,7 @@ convolution tells a token its neighbours). :func:`train` trains one on a task's 
 ``steps`` optimizer steps or ``seconds`` of this process's CPU time, whichever ends first, and
 measures it on a fixed batch that no training step sees. :class:`RecallTask` draws fresh
 multi-query associative recall rows (:mod:`attnlib.data.mqar`) at every step;
-:class:`DateRecallTask` samples ``human date [SEP] ISO date`` rows (:mod:`attnlib.data.date_rows`)
+:class:`DateRecallTask` samples ``human date <s> ISO date`` rows (:mod:`attnlib.data.date_rows`)
 from a fixed training split. ``scripts/recall_harness.py`` runs it over mixers, pair counts,
 head counts and seeds.
 """
@@ -113,7 +113,7 @@ def date_seq_len(n_train: int = 10_000, probe_size: int = 256, data_seed: int = 
 
 @dataclass(frozen=True)
 class DateRecallTask:
-    """Chapter 14's dates for a decoder-only model, ``human date [SEP] ISO date``, with
+    """Chapter 14's dates for a decoder-only model, ``human date <s> ISO date``, with
     :class:`RecallTask`'s budget.
 
     The pairs come from :func:`date_splits` as chapter 14 draws them (``n_train`` 10 000 and
