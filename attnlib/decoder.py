@@ -248,7 +248,7 @@ class Decoder(nn.Module):
             DecoderLayer(
                 d,
                 *layer_options,
-                num_kv_heads=c.decoder_kv_heads,
+                num_kv_heads=c.num_kv_heads,
                 rotary_base=rotary_base_of(c.positions),
                 window=c.window,
             )

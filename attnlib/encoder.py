@@ -34,7 +34,7 @@ _is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)
 
 def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleList:
     """``config.num_layers`` blocks of self-attention and feed-forward. A causal stack, a
-    decoder-only model's, groups its key/value heads by ``decoder_kv_heads``, as a decoder does;
+    decoder-only model's, groups its key/value heads by ``num_kv_heads``, as a decoder does;
     an encoder, which keeps no cache, has one per query head. Only a causal stack takes the
     config's ``attention_sink``, and only a causal stack is built around a ``mixer``."""
     if config.mixer is not None:
@@ -49,7 +49,7 @@ def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleLis
                 config.dropout,
                 config.activation,
                 config.short_convolution,
-                config.decoder_kv_heads,
+                config.num_kv_heads,
             )
             for _ in range(config.num_layers)
         )
@@ -62,7 +62,7 @@ def layer_stack(config: TransformerConfig, causal: bool = False) -> nn.ModuleLis
             config.norm_first,
             config.activation,
             config.fused,
-            num_kv_heads=config.decoder_kv_heads if causal else None,
+            num_kv_heads=config.num_kv_heads if causal else None,
             rotary_base=rotary_base_of(config.positions),
             causal=causal,
             window=config.window,

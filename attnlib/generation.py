@@ -7,7 +7,7 @@ the keys and values of every earlier position in every layer, and the memory's t
 :class:`~attnlib.kv_cache.KVCache` (made by :func:`decoder_cache`) keeps them: each layer's
 self-attention keys and values ``(batch, kv_heads, steps, head_dim)`` grow by one position a
 step; the cross-attention's ``(batch, kv_heads, src, head_dim)`` are computed once.
-``kv_heads`` is ``num_heads`` unless the config's ``decoder_kv_heads`` groups them
+``kv_heads`` is ``num_heads`` unless the config's ``num_kv_heads`` groups them
 (grouped-query attention), which shrinks the cache by ``num_heads / kv_heads``. Both give
 the same tokens. A cache is for inference, and assumes no padding inside the target prefix
 (greedy decoding makes none).
@@ -157,7 +157,7 @@ def with_kv_heads(model: EncoderDecoder, num_kv_heads: int) -> EncoderDecoder:
     multi-head model converted to grouped-query attention, to be trained on briefly (uptraining)."""
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
-    config = dataclasses.replace(model.config, decoder_kv_heads=num_kv_heads)  # checks it
+    config = dataclasses.replace(model.config, num_kv_heads=num_kv_heads)  # checks it
     target = model.target_config
     copy = EncoderDecoder(config, target.vocab_size, target.pad_id, model.tie_weights)
     head_dim = config.d_model // config.num_heads
@@ -182,13 +182,13 @@ def kv_cache_bytes(
     dtype: torch.dtype = torch.float32,
 ) -> int:
     """Bytes of a :class:`KVCache` after ``length`` steps, by formula: keys and values,
-    kv_heads x head_dim numbers each (d_model unless ``config.decoder_kv_heads`` groups the
+    kv_heads x head_dim numbers each (d_model unless ``config.num_kv_heads`` groups the
     heads), per layer, per sequence, per cached position."""
     check_count("batch", batch)
     check_int("length", length)
     check_int("memory_len", memory_len)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    kv_heads = config.num_heads if config.decoder_kv_heads is None else config.decoder_kv_heads
+    kv_heads = config.num_heads if config.num_kv_heads is None else config.num_kv_heads
     features = kv_heads * (config.d_model // config.num_heads)  # per key (and per value)
     return 2 * config.num_layers * batch * (length + memory_len) * features * itemsize
 

@@ -4,7 +4,7 @@
 It is built from the encoder's parts: one embedding (:func:`attnlib.transformer.embed_tokens`)
 and one stack of :class:`~attnlib.transformer.EncoderLayer` blocks made causal, each position
 attending to itself and those before it. The config chooses the rest: ``positions``
-(a sinusoidal or learned table, rotary, or none), ``decoder_kv_heads`` (grouped-query
+(a sinusoidal or learned table, rotary, or none), ``num_kv_heads`` (grouped-query
 attention), ``window`` (sliding-window attention) and, with ``implementation``, which of
 :data:`attnlib.attention.IMPLEMENTATIONS` computes attention. :meth:`DecoderOnlyLM.generate`
 continues a prompt greedily, with the KV cache of :mod:`attnlib.kv_cache` or without it; the

@@ -20,8 +20,10 @@ from attnlib.attention import SINKS
 from attnlib.mixers import MIXERS
 from attnlib.transformer import ACTIVATIONS, POSITIONS
 
+# Keys that configs saved by earlier versions of attnlib may hold, and their names now.
+_RENAMED = {"decoder_kv_heads": "num_kv_heads"}
 _NAMED_WHEN_SET = (
-    "decoder_kv_heads",
+    "num_kv_heads",
     "window",
     "attention_sink",
     "mixer",
@@ -29,14 +31,14 @@ _NAMED_WHEN_SET = (
 )
 # What a mixer block (attnlib.mixers.MixerLayer) cannot take: all of it belongs to the
 # attention module of an EncoderLayer.
-_ATTENTION_ONLY = ("decoder_kv_heads", "window", "attention_sink")
+_ATTENTION_ONLY = ("num_kv_heads", "window", "attention_sink")
 
 
 @dataclass
 class TransformerConfig:
     """Everything needed to rebuild an encoder; ``to_dict`` / ``from_dict`` for checkpoints.
 
-    ``decoder_kv_heads`` (None: ``num_heads``) gives the decoder's attention that many key/value
+    ``num_kv_heads`` (None: ``num_heads``) gives the decoder's attention that many key/value
     heads, grouped-query attention (1: multi-query), which shrinks the KV cache of
     :mod:`attnlib.generation`; the encoder, which keeps no cache, has one per query head.
     A decoder-only model (:mod:`attnlib.lm`) is a decoder and takes it too.
@@ -57,7 +59,7 @@ class TransformerConfig:
     of :data:`attnlib.mixers.MIXERS` instead, pre-LN (``norm_first``), with a short causal
     convolution of ``short_convolution`` positions before it (None: none); such a block takes
     table positions or none, not rotary, windows or sinks; only "softmax" takes
-    ``decoder_kv_heads``, grouping its query heads around fewer key/value heads.
+    ``num_kv_heads``, grouping its query heads around fewer key/value heads.
     """
 
     vocab_size: int
@@ -72,7 +74,7 @@ class TransformerConfig:
     pad_id: int = 0
     fused: bool = True
     activation: str = "relu"
-    decoder_kv_heads: int | None = None
+    num_kv_heads: int | None = None
     window: int | None = None
     attention_sink: str | None = None
     mixer: str | None = None
@@ -98,11 +100,11 @@ class TransformerConfig:
                 f"num_heads={self.num_heads} does not divide d_model={self.d_model}: each head "
                 "needs d_model / num_heads features"
             )
-        if self.decoder_kv_heads is not None:
-            kv_heads = check_count("decoder_kv_heads", self.decoder_kv_heads)
+        if self.num_kv_heads is not None:
+            kv_heads = check_count("num_kv_heads", self.num_kv_heads)
             if self.num_heads % kv_heads != 0:
                 raise ValueError(
-                    f"decoder_kv_heads={kv_heads} does not divide num_heads={self.num_heads}"
+                    f"num_kv_heads={kv_heads} does not divide num_heads={self.num_heads}"
                 )
         if self.window is not None:
             check_count("window", self.window)
@@ -146,7 +148,7 @@ class TransformerConfig:
                 "positions rotate an attention block's queries and keys"
             )
         for name in _ATTENTION_ONLY:
-            if name == "decoder_kv_heads" and self.mixer == "softmax":
+            if name == "num_kv_heads" and self.mixer == "softmax":
                 continue  # softmax attention groups its key/value heads as a decoder's does
             if getattr(self, name) is not None:
                 raise ValueError(f"{name} belongs to an attention block; mixer={self.mixer!r} "
@@ -158,14 +160,27 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TransformerConfig:
-        """Rebuild from :meth:`to_dict`'s output; unknown keys are refused by name."""
+        """Rebuild from :meth:`to_dict`'s output, an earlier version's too (``decoder_kv_heads``
+        is read as ``num_kv_heads``); unknown keys are refused by name."""
         if not isinstance(values, Mapping):
             raise TypeError(
                 f"values must be a dict of TransformerConfig fields (as to_dict gives), got "
                 f"{type(values).__name__}"
             )
+        values = _renamed(values)
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown TransformerConfig keys: {', '.join(unknown)}")
         return cls(**values)
+
+
+def _renamed(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with keys of earlier versions (:data:`_RENAMED`) under their names now."""
+    values = dict(values)
+    for old, new in _RENAMED.items():
+        if old in values:
+            if new in values:
+                raise ValueError(f"{old!r} is the old name of {new!r}: give one of them, not both")
+            values[new] = values.pop(old)
+    return values

@@ -259,9 +259,9 @@ def test_grouped_decoder_layer_has_smaller_key_value_projections(kv_heads):
     assert count_parameters(plain) - count_parameters(layer) == saved
 
 
-def test_decoder_takes_decoder_kv_heads_from_the_config():
+def test_decoder_takes_num_kv_heads_from_the_config():
     torch.manual_seed(0)
-    model = EncoderDecoder(TransformerConfig(**SMALL, decoder_kv_heads=2, dropout=0.0)).eval()
+    model = EncoderDecoder(TransformerConfig(**SMALL, num_kv_heads=2, dropout=0.0)).eval()
     for layer in model.decoder.layers:
         assert layer.self_attention.num_kv_heads == layer.cross_attention.num_kv_heads == 2
     assert model.encoder.layers[0].attention.num_kv_heads == 4  # the encoder keeps no cache
@@ -274,12 +274,12 @@ def test_decoder_takes_decoder_kv_heads_from_the_config():
     assert cross.shape == (2, 2, 4, 4, 5)  # weights per query head: (batch, layers, heads, t, s)
 
 
-def test_decoder_kv_heads_must_divide_num_heads():
-    with pytest.raises(ValueError, match="decoder_kv_heads=3 does not divide num_heads=4"):
-        TransformerConfig(**SMALL, decoder_kv_heads=3)
-    with pytest.raises(ValueError, match="decoder_kv_heads must be positive, got 0"):
-        TransformerConfig(**SMALL, decoder_kv_heads=0)
-    config = TransformerConfig(**SMALL, decoder_kv_heads=1)
+def test_num_kv_heads_must_divide_num_heads():
+    with pytest.raises(ValueError, match="num_kv_heads=3 does not divide num_heads=4"):
+        TransformerConfig(**SMALL, num_kv_heads=3)
+    with pytest.raises(ValueError, match="num_kv_heads must be positive, got 0"):
+        TransformerConfig(**SMALL, num_kv_heads=0)
+    config = TransformerConfig(**SMALL, num_kv_heads=1)
     assert TransformerConfig.from_dict(config.to_dict()) == config
     with pytest.raises(ValueError, match="no grouped key/value heads"):
         DecoderLayer(16, 4, 24, num_kv_heads=2).load_from_torch(_torch_layer(False))

@@ -192,7 +192,7 @@ def test_greedy_decode_refusals():
 @pytest.mark.parametrize("fused", [False, True])
 def test_grouped_cache_holds_kv_heads_and_equals_recomputing(kv_heads, fused):
     torch.manual_seed(1)
-    config = TransformerConfig(**SMALL, fused=fused, max_len=20, decoder_kv_heads=kv_heads)
+    config = TransformerConfig(**SMALL, fused=fused, max_len=20, num_kv_heads=kv_heads)
     model = EncoderDecoder(config)
     source = torch.randint(3, 9, (4, 7), generator=torch.Generator().manual_seed(2))
     source_key_mask = _key_mask([7, 5, 3, 1], 7)
@@ -243,8 +243,8 @@ def test_with_kv_heads_pools_the_decoder_and_keeps_the_rest(trained, kv_heads):
 
     model, source, source_key_mask, _ = trained
     grouped = with_kv_heads(model, kv_heads)
-    assert grouped.config.decoder_kv_heads == kv_heads and not grouped.training
-    assert model.config.decoder_kv_heads is None  # the original is untouched
+    assert grouped.config.num_kv_heads == kv_heads and not grouped.training
+    assert model.config.num_kv_heads is None  # the original is untouched
     layer = grouped.decoder.layers[1].cross_attention
     assert layer.num_kv_heads == kv_heads and layer.key_projection.weight.shape == (
         8 * kv_heads,
@@ -268,7 +268,7 @@ def test_with_kv_heads_refuses_what_it_cannot_convert(trained):
     model = trained[0]
     with pytest.raises(TypeError, match="model must be an EncoderDecoder, got Encoder"):
         with_kv_heads(model.encoder, 1)
-    with pytest.raises(ValueError, match="decoder_kv_heads=3 does not divide num_heads=4"):
+    with pytest.raises(ValueError, match="num_kv_heads=3 does not divide num_heads=4"):
         with_kv_heads(model, 3)
 
 
@@ -278,7 +278,7 @@ def test_with_kv_heads_refuses_what_it_cannot_convert(trained):
 def test_cache_equals_recomputing_with_any_positions_and_a_window(positions, window, fused):
     torch.manual_seed(3)
     config = TransformerConfig(
-        **SMALL, fused=fused, max_len=20, positions=positions, window=window, decoder_kv_heads=2
+        **SMALL, fused=fused, max_len=20, positions=positions, window=window, num_kv_heads=2
     )
     model = EncoderDecoder(config)
     source = torch.randint(3, 9, (3, 6), generator=torch.Generator().manual_seed(4))

@@ -129,7 +129,7 @@ def test_train_refuses_reports_that_do_not_divide_the_steps():
 @pytest.mark.parametrize("num_kv_heads", [None, 2])
 def test_copying_scores_read_each_heads_value_and_output_weights(num_kv_heads):
     torch.manual_seed(0)
-    model = DecoderOnlyLM(SMALL.model_config(decoder_kv_heads=num_kv_heads))
+    model = DecoderOnlyLM(SMALL.model_config(num_kv_heads=num_kv_heads))
     attention = model.layers[1].attention
     width = attention.head_dim
     with torch.no_grad():

@@ -263,7 +263,7 @@ def test_models_the_port_does_not_run_are_refused() -> None:
     config = InductionTask().model_config(positions="rotary")
     with pytest.raises(ValueError, match="learned or sinusoidal positions, got 'rotary'"):
         induction_live(DecoderOnlyLM(config), torch.tensor([[0, 5]]))
-    grouped = InductionTask().model_config(decoder_kv_heads=2)
+    grouped = InductionTask().model_config(num_kv_heads=2)
     with pytest.raises(ValueError, match="one key/value head per query head"):
         induction_live(DecoderOnlyLM(grouped), torch.tensor([[0, 5]]))
 

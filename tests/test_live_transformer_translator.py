@@ -251,6 +251,6 @@ def test_live_refuses_vocabulary_of_another_size_and_unported_options():
     gelu = tiny_model(t, t.target_vocab.pad_id, activation="gelu")
     with pytest.raises(ValueError, match="relu feed-forwards only, got 'gelu'"):
         transformer_translator_live(gelu, t.source_vocab, t.target_vocab)
-    grouped = tiny_model(t, decoder_kv_heads=1)
-    with pytest.raises(ValueError, match="decoder_kv_heads=1 for num_heads=2"):
+    grouped = tiny_model(t, num_kv_heads=1)
+    with pytest.raises(ValueError, match="num_kv_heads=1 for num_heads=2"):
         transformer_translator_live(grouped, t.source_vocab, t.target_vocab)

@@ -50,9 +50,7 @@ def test_the_property_grid_has_144_cases():
 def test_cache_gives_the_tokens_and_logits_of_recomputing(
     positions, kv_heads, window, implementation, seed
 ):
-    model = _model(
-        seed, implementation, positions=positions, decoder_kv_heads=kv_heads, window=window
-    )
+    model = _model(seed, implementation, positions=positions, num_kv_heads=kv_heads, window=window)
     prompt = _prompt(3, 5, seed)
     cached = model.generate(prompt, 7)
     recomputed = model.generate(prompt, 7, use_cache=False)
@@ -68,7 +66,7 @@ def test_cache_gives_the_tokens_and_logits_of_recomputing(
     ("positions", "kv_heads", "window"), list(itertools.product(POSITIONS, KV_HEADS, WINDOWS))
 )
 def test_the_three_implementations_agree(positions, kv_heads, window):
-    model = _model(0, positions=positions, decoder_kv_heads=kv_heads, window=window).eval()
+    model = _model(0, positions=positions, num_kv_heads=kv_heads, window=window).eval()
     ids = _prompt(2, 12, 1)
     logits = {}
     for implementation in IMPLEMENTATIONS:

@@ -132,7 +132,7 @@ def test_a_mixer_model_refuses_weights_ablations_and_implementations():
         ({"norm_first": False}, "a mixer block is pre-LN: mixer='delta' needs norm_first=True"),
         ({"positions": "rotary"}, "mixer='delta' takes positions 'none', 'sinusoidal' or"),
         ({"window": 4}, "window belongs to an attention block; mixer='delta' takes none"),
-        ({"decoder_kv_heads": 1}, "decoder_kv_heads belongs to an attention block; mixer='delta"),
+        ({"num_kv_heads": 1}, "num_kv_heads belongs to an attention block; mixer='delta"),
         ({"attention_sink": "learned"}, "attention_sink belongs to an attention block"),
         ({"short_convolution": 0}, "short_convolution must be positive, got 0"),
         ({"mixer": None}, "short_convolution goes before a mixer: set mixer too"),
@@ -205,7 +205,7 @@ def test_a_softmax_mixer_groups_its_key_value_heads():
 @pytest.mark.parametrize("kv_heads", [1, 2])
 def test_a_grouped_softmax_model_generates_from_a_smaller_cache(kv_heads):
     torch.manual_seed(8)
-    config = mixer_config("softmax", decoder_kv_heads=kv_heads)
+    config = mixer_config("softmax", num_kv_heads=kv_heads)
     model = DecoderOnlyLM(config).eval()
     prompt = torch.randint(1, 11, (2, 5), generator=torch.Generator().manual_seed(9))
     remembered, recomputed = model.generate(prompt, 10), model.generate(prompt, 10, use_cache=False)

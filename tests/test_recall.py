@@ -194,10 +194,10 @@ def test_the_script_runs_the_date_task(tmp_path, monkeypatch, capsys):
 
 def test_the_harness_groups_softmax_attention_heads():
     config = recall_config("softmax", vocab_size=16, d_model=16, num_heads=4, num_kv_heads=1)
-    assert config.decoder_kv_heads == 1
+    assert config.num_kv_heads == 1
     full = DecoderOnlyLM(recall_config("softmax", vocab_size=16, d_model=16, num_heads=4))
     grouped = DecoderOnlyLM(config)
     # each layer's key and value projections shrink from 16 x 16 to 4 x 16 (and their biases)
     assert count_parameters(full) - count_parameters(grouped) == 2 * 2 * (12 * 16 + 12)
-    with pytest.raises(ValueError, match="decoder_kv_heads belongs to an attention block"):
+    with pytest.raises(ValueError, match="num_kv_heads belongs to an attention block"):
         recall_config("linear", num_kv_heads=1)

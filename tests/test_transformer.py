@@ -383,6 +383,14 @@ def test_config_round_trips_through_a_weights_only_checkpoint(tmp_path):
         TransformerConfig.from_dict({**config.to_dict(), "size": 1, "colour": "red"})
 
 
+def test_a_config_saved_before_the_rename_loads_its_key_value_heads():
+    saved = {**TransformerConfig(**SMALL).to_dict(), "decoder_kv_heads": 2}
+    del saved["num_kv_heads"]  # a checkpoint of an earlier attnlib has the old name only
+    assert TransformerConfig.from_dict(saved).num_kv_heads == 2
+    with pytest.raises(ValueError, match="'decoder_kv_heads' is the old name of 'num_kv_heads'"):
+        TransformerConfig.from_dict({**saved, "num_kv_heads": 2})
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

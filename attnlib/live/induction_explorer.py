@@ -60,10 +60,10 @@ def _check_supported(model: object) -> DecoderOnlyLM:
         raise ValueError(
             f"the browser port runs learned or sinusoidal positions, got {c.positions!r}"
         )
-    if c.decoder_kv_heads not in (None, c.num_heads):
+    if c.num_kv_heads not in (None, c.num_heads):
         raise ValueError(
-            f"the browser port has one key/value head per query head, got decoder_kv_heads="
-            f"{c.decoder_kv_heads} for num_heads={c.num_heads}"
+            f"the browser port has one key/value head per query head, got num_kv_heads="
+            f"{c.num_kv_heads} for num_heads={c.num_heads}"
         )
     if c.window is not None:
         raise ValueError(f"the browser port attends to every earlier token, got window={c.window}")

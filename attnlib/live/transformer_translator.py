@@ -51,10 +51,10 @@ def _check_supported(model: EncoderDecoder, source_vocab: object, target_vocab: 
         raise ValueError(
             f"the browser port runs relu feed-forwards only, got {config.activation!r}"
         )
-    if config.decoder_kv_heads not in (None, config.num_heads):
+    if config.num_kv_heads not in (None, config.num_heads):
         raise ValueError(
-            f"the browser port has one key/value head per query head, got decoder_kv_heads="
-            f"{config.decoder_kv_heads} for num_heads={config.num_heads}"
+            f"the browser port has one key/value head per query head, got num_kv_heads="
+            f"{config.num_kv_heads} for num_heads={config.num_heads}"
         )
     for name, vocab, size in (
         ("source_vocab", source_vocab, config.vocab_size),

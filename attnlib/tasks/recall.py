@@ -185,7 +185,7 @@ def recall_config(
         norm_first=True,
         mixer=mixer,
         short_convolution=short_convolution,
-        decoder_kv_heads=num_kv_heads,
+        num_kv_heads=num_kv_heads,
     )
 
 
