@@ -75,11 +75,22 @@ def batches_of(
     ]
 
 
+def _teacher_forced_logits(model: EncoderDecoder, batch: ReversalData) -> torch.Tensor:
+    """The decoder's logits (batch, max_digits + 1, vocab) with the true previous tokens fed in."""
+    source, source_key_mask, decoder_in, _ = batch
+    logits, _ = model(source, decoder_in, source_key_mask, decoder_in != PAD)
+    return logits
+
+
+def _target_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of logits (batch, length, vocab) against target (batch, length), padding
+    left out (a 0-d tensor)."""
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=PAD)
+
+
 def reversal_loss(model: EncoderDecoder, batch: ReversalData) -> torch.Tensor:
     """Cross-entropy over the target tokens, padding left out (a 0-d tensor)."""
-    source, source_key_mask, decoder_in, target = batch
-    logits, _ = model(source, decoder_in, source_key_mask, decoder_in != PAD)  # (batch, tgt, vocab)
-    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=PAD)
+    return _target_loss(_teacher_forced_logits(model, batch), batch[3])
 
 
 def greedy_exact_match(model: EncoderDecoder, data: ReversalData) -> float:
@@ -101,11 +112,11 @@ def greedy_exact_match(model: EncoderDecoder, data: ReversalData) -> float:
 
 def teacher_forced(model: EncoderDecoder, data: ReversalData) -> tuple[float, float]:
     """(next-token accuracy, loss) on ``data`` under teacher forcing, padding left out."""
-    source, source_key_mask, decoder_in, target = data
+    target = data[3]
     model.eval()
     with torch.no_grad():
-        logits, _ = model(source, decoder_in, source_key_mask, decoder_in != PAD)
-    loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=PAD).item()
+        logits = _teacher_forced_logits(model, data)
+    loss = _target_loss(logits, target).item()
     real = target != PAD
     accuracy = ((logits.argmax(-1) == target) & real).sum().item() / real.sum().item()
     return accuracy, loss
