@@ -15,6 +15,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 MARKER = re.compile(r"#\s*NBVAL_\w+")
+# The book's text column at 1280 px shows about this many characters of code; longer lines
+# scroll sideways.
+CODE_COLUMNS = 80
 
 
 def code_cells(notebook) -> list:
@@ -72,6 +75,18 @@ def test_nbval_markers_stand_alone_on_their_line(notebook):
         for line in cell.source.splitlines():
             if MARKER.search(line):
                 assert MARKER.fullmatch(line.strip()), f"marker shares its line: {line!r}"
+
+
+def test_code_lines_fit_the_books_text_column(notebook):
+    long = [
+        (index, line)
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if len(line) > CODE_COLUMNS
+    ]
+    first = f", the first in cell {long[0][0]}: {long[0][1]!r}" if long else ""
+    assert not long, f"{len(long)} code lines over {CODE_COLUMNS} characters{first}"
 
 
 def test_no_hot_linked_images(notebook):
