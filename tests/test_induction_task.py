@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import attnlib
 from attnlib.data.repeats import repeated_segments
 from attnlib.lm import DecoderOnlyLM
 from attnlib.tasks.induction import (
@@ -16,6 +17,7 @@ from attnlib.tasks.induction import (
     next_token_loss,
     token_losses,
     train,
+    train_seed,
 )
 
 SMALL = InductionTask(
@@ -117,6 +119,25 @@ def test_train_measures_the_probe_every_few_steps():
     assert last.loss_repeated == now.loss_repeated
     assert torch.equal(last.prefix_matching, now.prefix_matching)
     assert [e.step for e in run.history.evaluations] == [3, 6]
+
+
+def test_train_seed_is_the_notebooks_seeded_run_and_fixed_by_its_seed():
+    task = InductionTask(vocab_size=16, seq_len=20, min_segment=3, max_segment=6,
+                         batch_size=4, steps=4, warmup=2, probe_size=3)  # fmt: skip
+    run = train_seed(task, num_layers=1, seed=5, every=2)
+    attnlib.seed_everything(5, threads=1)
+    by_hand = train(DecoderOnlyLM(task.model_config(num_layers=1)), task, 5, 2, False)
+    assert len(run.model.layers) == 1
+    assert run.steps == by_hand.steps == [2, 4]
+    assert [r.loss_repeated for r in run.reports] == [r.loss_repeated for r in by_hand.reports]
+    again = train_seed(task, num_layers=1, seed=5, every=2)
+    assert again.reports[-1].loss_other == run.reports[-1].loss_other
+    assert train_seed(task, 1, 6, 2).reports[-1].loss_other != run.reports[-1].loss_other
+
+
+def test_train_seed_refuses_a_model_without_layers():
+    with pytest.raises(ValueError, match="num_layers must be positive, got 0"):
+        train_seed(SMALL, num_layers=0, seed=0, every=1)
 
 
 def test_train_refuses_reports_that_do_not_divide_the_steps():

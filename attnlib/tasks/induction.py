@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlib._checks import check_count, check_int, check_number
+from attnlib.config import seed_everything
 from attnlib.data.repeats import RepeatedSegments, repeated_segments
 from attnlib.heads import (
     copying_score,
@@ -197,6 +198,16 @@ def train(
         max_steps=task.steps,
     )
     return run
+
+
+def train_seed(task: InductionTask, num_layers: int, seed: int, every: int = 100) -> InductionRun:
+    """A fresh :class:`DecoderOnlyLM` of ``num_layers`` layers, built after seeding ``seed`` on
+    one thread and trained by :func:`train` without a progress bar: one run of chapter 17, a
+    function of this module so that :func:`attnlib.parallel.run_parallel` can send it to
+    another process."""
+    seed_everything(check_int("seed", seed), threads=1)
+    model = DecoderOnlyLM(task.model_config(num_layers=check_count("num_layers", num_layers)))
+    return train(model, task, seed, every=every, progress=False)
 
 
 @torch.no_grad()
