@@ -170,6 +170,18 @@ def test_train_budget_seed_seeds_weights_and_order_and_keeps_the_data():
     assert by_hand.history.train_loss == losses(3)
 
 
+def test_train_budget_warms_the_lr_up_linearly_then_holds_it(task):
+    lr = task.config.lr
+    for warmup, last_lr in ((0, lr), (8, lr * 4 / 8), (2, lr)):
+        seed_everything(0, threads=1)
+        trained = train_budget(TRANSFORMER, task, 3, sizes=SIZES, clock=_Ticks(), warmup=warmup)
+        assert trained.history.steps == 3
+        # the rate after 3 steps, as the 4th would use it: min(1, (3 + 1) / warmup) of lr
+        assert trained.history.learning_rate == [pytest.approx(last_lr)]
+    with pytest.raises(ValueError, match="warmup must be an int >= 0, got -1"):
+        train_budget(TRANSFORMER, task, 3, sizes=SIZES, warmup=-1)
+
+
 def test_translate_of_part_two_works_on_the_transformer(task):
     model = _model(task)
     prediction, alignment = translate(model, "1.2.03", task.source_vocab, task.target_vocab)

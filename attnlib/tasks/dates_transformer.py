@@ -21,12 +21,13 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from attnlib._checks import check_number
+from attnlib._checks import check_int, check_number
 from attnlib.config import seed_everything
 from attnlib.data.text import Batch, CharVocab
 from attnlib.generation import EncoderDecoder, greedy_decode
 from attnlib.masks import padding_mask
 from attnlib.model_config import TransformerConfig
+from attnlib.schedules import linear_warmup
 from attnlib.seq2seq import Decoded, count_parameters
 from attnlib.tasks.dates import (
     DateTask,
@@ -190,12 +191,15 @@ def train_budget(
     seconds: float,
     model: nn.Module | None = None,
     sizes: TransformerSizes | None = None,
+    warmup: int = 0,
     clock: Callable[[], float] = time.process_time,
 ) -> TrainedModel:
     """Train for ``seconds`` of ``clock`` (by default this process's CPU time; see
     :class:`TimeBudget`) with the recipe of :func:`attnlib.tasks.dates.train`: Adam at the
-    task's lr, clipping at 1. The steps it buys are ``history.steps``; the result's ``seconds``
-    is the training time it used."""
+    task's lr, clipping at 1; ``warmup`` > 0 raises the lr linearly over that many first steps
+    (then constant, since a budget of time fixes no last step). The steps it buys are
+    ``history.steps``; the result's ``seconds`` is the training time it used."""
+    check_int("warmup", warmup, 0)
     budget = TimeBudget(seconds, clock)
     model = model or new_date_model(kind, task, sizes)
     # One "epoch" of fit that runs through as many passes over the data as the budget buys.
@@ -205,6 +209,7 @@ def train_budget(
         task.loss,
         epochs=1,
         lr=task.config.lr,
+        schedule=linear_warmup(warmup) if warmup else None,
         device="cpu",
         progress=False,
     )
@@ -217,13 +222,14 @@ def train_budget_seed(
     seed: int,
     seconds: float,
     sizes: TransformerSizes | None = None,
+    warmup: int = 0,
     clock: Callable[[], float] = time.process_time,
 ) -> TrainedModel:
-    """:func:`train_budget` on the pairs of ``config``, with the starting weights and batch
-    order of ``seed`` (the data stay those of ``config.seed``), as
+    """:func:`train_budget` on the pairs of ``config`` at its lr, with the starting weights and
+    batch order of ``seed`` (the data stay those of ``config.seed``), as
     :func:`attnlib.tasks.dates.train_seed` does for epochs."""
     task = prepare(config)
     seed_everything(seed, threads=1)
     model = new_date_model(kind, task, sizes)
     seeded = replace(task, config=replace(config, seed=seed))  # same pairs, new order
-    return train_budget(kind, seeded, seconds, model=model, clock=clock)
+    return train_budget(kind, seeded, seconds, model=model, clock=clock, warmup=warmup)
