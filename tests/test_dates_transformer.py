@@ -17,6 +17,8 @@ from attnlib.tasks.dates_transformer import (
     TransformerSizes,
     cross_attention,
     new_date_model,
+    recipes,
+    step_seconds,
     train_budget,
     train_budget_seed,
 )
@@ -180,6 +182,50 @@ def test_train_budget_warms_the_lr_up_linearly_then_holds_it(task):
         assert trained.history.learning_rate == [pytest.approx(last_lr)]
     with pytest.raises(ValueError, match="warmup must be an int >= 0, got -1"):
         train_budget(TRANSFORMER, task, 3, sizes=SIZES, warmup=-1)
+
+
+def test_step_seconds_times_each_model_and_takes_turns_of_adam_steps(task):
+    batch = task.train_batches(0)[0]
+    models = {"first": _model(task, 0), "second": _model(task, 1)}
+    timed = step_seconds(models, task, batch, repeats=3)
+    assert list(timed) == ["first", "second"]
+    assert all(seconds > 0 for seconds in timed.values())
+    # each model took 3 + 2 Adam steps at the task's lr on the batch, in train mode
+    for seed, model in zip((0, 1), models.values(), strict=True):
+        assert model.training
+        by_hand = _model(task, seed).train()
+        optimizer = torch.optim.Adam(by_hand.parameters(), lr=task.config.lr)
+        for _ in range(5):
+            optimizer.zero_grad(set_to_none=True)
+            task.loss(by_hand, batch).backward()
+            optimizer.step()
+        for got, expected in zip(model.parameters(), by_hand.parameters(), strict=True):
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
+        step_seconds(models, task, batch, repeats=0)
+    with pytest.raises(ValueError, match="step_seconds was given no models"):
+        step_seconds({}, task, batch)
+
+
+def test_recipes_change_one_thing_each_then_the_three_that_might_help():
+    found = recipes(TINY, SIZES, warmup=5)
+    assert list(found) == [
+        "pre-LN",
+        "warm-up over 5 steps",
+        "lr 0.01",
+        "lr 0.001",
+        "d_ff 64",
+        "all three: pre-LN, warm-up, d_ff 64",
+    ]
+    lrs = [config.lr for config, _, _ in found.values()]
+    assert lrs == pytest.approx([TINY.lr, TINY.lr, 1e-2, 1e-3, TINY.lr, TINY.lr])
+    assert [warmup for *_, warmup in found.values()] == [0, 5, 0, 0, 0, 5]
+    assert [sizes.norm_first for _, sizes, _ in found.values()] == [True] + [False] * 4 + [True]
+    assert [sizes.d_ff for _, sizes, _ in found.values()] == [32] * 4 + [64] * 2
+    # nothing else differs from Part II's recipe
+    assert {replace(config, lr=TINY.lr) for config, _, _ in found.values()} == {TINY}
+    with pytest.raises(ValueError, match="warmup must be an int >= 1, got 0"):
+        recipes(TINY, SIZES, warmup=0)
 
 
 def test_translate_of_part_two_works_on_the_transformer(task):

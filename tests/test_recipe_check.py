@@ -15,8 +15,8 @@ recipe_check = script_module("recipe_check")
 def test_the_runs_are_both_baselines_and_the_chapters_six_recipes():
     config = DateTaskConfig(n_test=1_000)
     runs = recipe_check.runs(config)
-    names = ["bahdanau", "transformer", "pre-LN", "warm-up 24", "lr 0.01", "lr 0.001"]
-    assert list(runs) == [*names, "d_ff 128", "all three"]
+    names = ["bahdanau", "transformer", "pre-LN", "warm-up over 24 steps", "lr 0.01", "lr 0.001"]
+    assert list(runs) == [*names, "d_ff 128", "all three: pre-LN, warm-up, d_ff 128"]
     assert [run_config.lr for _, run_config, _, _ in runs.values()] == pytest.approx(
         [3e-3] * 4 + [1e-2, 1e-3] + [3e-3] * 2
     )

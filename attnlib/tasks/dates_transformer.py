@@ -8,12 +8,15 @@ the same data, batches and loss as the models it is compared with. It builds its
 :class:`~attnlib.data.text.Batch`: the source's padding from its lengths (True at real
 characters), the target's from its pad id. :func:`train_budget_seed` trains any kind, recurrent
 or Transformer, for a :class:`TimeBudget` of CPU seconds rather than epochs (one run of a
-comparison at equal compute, for :func:`attnlib.parallel.run_parallel`).
+comparison at equal compute, for :func:`attnlib.parallel.run_parallel`); :func:`step_seconds`
+times a training step of each model, for the budget, and :func:`recipes` lists chapter 14's
+changes to Part II's recipe, for its check of the recipe against the size.
 """
 
 from __future__ import annotations
 
 import itertools
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -233,3 +236,52 @@ def train_budget_seed(
     model = new_date_model(kind, task, sizes)
     seeded = replace(task, config=replace(config, seed=seed))  # same pairs, new order
     return train_budget(kind, seeded, seconds, model=model, clock=clock, warmup=warmup)
+
+
+def step_seconds(
+    models: dict[str, nn.Module], task: DateTask, batch: Batch, repeats: int = 25
+) -> dict[str, float]:
+    """Median CPU seconds of one training step (forward, backward, Adam at the task's lr) on
+    ``batch``, for each model by name. The models take turns, step by step, so that a moment
+    when the machine runs slower slows them alike; the first two turns warm up and are dropped.
+    """
+    check_int("repeats", repeats, 1)
+    if not models:
+        raise ValueError("step_seconds was given no models")
+    optimizers = {
+        name: torch.optim.Adam(model.parameters(), lr=task.config.lr)
+        for name, model in models.items()
+    }
+    times: dict[str, list[float]] = {name: [] for name in models}
+    for _ in range(repeats + 2):
+        for name, model in models.items():
+            model.train()
+            start = time.process_time()
+            optimizers[name].zero_grad(set_to_none=True)
+            task.loss(model, batch).backward()
+            optimizers[name].step()
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(seconds[2:]) for name, seconds in times.items()}
+
+
+Recipe = tuple[DateTaskConfig, TransformerSizes, int]  # task config (its lr), sizes, warm-up
+
+
+def recipes(config: DateTaskConfig, sizes: TransformerSizes, warmup: int) -> dict[str, Recipe]:
+    """Chapter 14's recipe check: each change to Part II's recipe, by name, as (task
+    configuration with its lr, sizes, warm-up steps); ``warmup`` is the warm-up's length."""
+    check_int("warmup", warmup, 1)
+    # twice the feed-forward width: at chapter 14's sizes, about Bahdanau's parameter count
+    wide = replace(sizes, d_ff=2 * sizes.d_ff)
+    return {
+        "pre-LN": (config, replace(sizes, norm_first=True), 0),
+        f"warm-up over {warmup} steps": (config, sizes, warmup),
+        "lr 0.01": (replace(config, lr=1e-2), sizes, 0),
+        "lr 0.001": (replace(config, lr=1e-3), sizes, 0),
+        f"d_ff {wide.d_ff}": (config, wide, 0),
+        f"all three: pre-LN, warm-up, d_ff {wide.d_ff}": (
+            config,
+            replace(wide, norm_first=True),
+            warmup,
+        ),
+    }
